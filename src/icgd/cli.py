@@ -1,0 +1,140 @@
+"""The `icgd` command line. Bad input gives one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence, get_args
+
+import pydantic
+
+from icgd import __version__
+
+
+class UsageError(Exception):
+    """A user mistake: reported in one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage + error)
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def _pydantic_message(err: pydantic.ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "config"
+        parts.append(f"{loc}={e.get('input')!r}: {e['msg']}")
+    return "invalid options: " + "; ".join(parts)
+
+
+def _add_model_options(p: argparse.ArgumentParser, model: type[pydantic.BaseModel], skip: set[str]) -> None:
+    """One --option per field of a pydantic model (validation stays with the model)."""
+    group = p.add_argument_group("task options")
+    for name, field in model.model_fields.items():
+        if name in skip:
+            continue
+        flag = "--" + name.replace("_", "-")
+        choices = get_args(field.annotation) or None
+        kind = type(field.default) if field.default is not None else str
+        help_ = (field.description or name) + f" (default {field.default})"
+        group.add_argument(flag, dest=f"task_{name}", type=kind if not choices else str, choices=choices,
+                           default=None, help=help_, metavar=None if choices else kind.__name__.upper())
+
+
+def _task_from(args: argparse.Namespace, model: type[pydantic.BaseModel]) -> Any:
+    values = {k[5:]: v for k, v in vars(args).items() if k.startswith("task_") and v is not None}
+    return model(**values)
+
+
+def _device(name: str) -> str:
+    import torch
+
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError(f"--device {name}: CUDA is not available on this machine")
+    return name
+
+
+def _steps(text: str) -> list[int]:
+    try:
+        steps = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not steps or min(steps) < 1:
+        raise argparse.ArgumentTypeError(f"steps must be positive integers, got {text!r}")
+    return steps
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if v < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2, got {v}")
+    return v
+
+
+def cmd_baselines(args: argparse.Namespace) -> int:
+    import torch
+
+    from icgd.baselines import format_table, run_baselines
+    from icgd.tasks.linear import LinearRegression
+
+    task = _task_from(args, LinearRegression)
+    dtype = {"float32": torch.float32, "float64": torch.float64}[args.dtype]
+    report = run_baselines(task, steps=args.steps, n_tasks=args.tasks, n_tune=args.tune_tasks, seed=args.seed,
+                           device=_device(args.device), dtype=dtype)
+    print(json.dumps(report, indent=2) if args.json else format_table(report))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from icgd.tasks.linear import LinearRegression
+
+    parser = _Parser(prog="icgd", description="In-context learning as gradient descent: reproduce, test, extend.")
+    parser.add_argument("--version", action="version", version=f"icgd {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    b = sub.add_parser("baselines", help="losses of zero, GD, GD++ and least squares on linear regression",
+                       description="Loss (mean and 95%% CI over tasks) of the zero predictor, K-step GD "
+                                   "(one tuned eta, and one eta per step), GD++ (eta and gamma per step) and "
+                                   "least squares on in-context linear regression. Learning rates are tuned "
+                                   "on separate tasks (line search, then L-BFGS).")
+    _add_model_options(b, LinearRegression, skip={"kind"})
+    b.add_argument("--steps", type=_steps, default=[1, 2, 5], help="GD step counts, comma-separated (default 1,2,5)")
+    b.add_argument("--tasks", type=_positive, default=10_000, help="evaluation tasks (default 10000)")
+    b.add_argument("--tune-tasks", type=_positive, default=10_000, help="tuning tasks (default 10000)")
+    b.add_argument("--seed", type=int, default=0, help="seed of the task generator (default 0)")
+    b.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    b.add_argument("--dtype", choices=["float32", "float64"], default="float64", help="(default float64)")
+    b.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    b.set_defaults(func=cmd_baselines)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        return args.func(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except pydantic.ValidationError as e:
+        print(f"error: {_pydantic_message(e)}", file=sys.stderr)
+        return 2
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Constructions: plain functions returning attention weights that implement an algorithm (SPEC 1).
+
+Token layout: concatenated tokens e = [x; y] of width D = Dx + Dy (see `icgd.tokens`).
+
+GD (Prop. 1), one LSA head:
+    W_K = W_Q = [[I_Dx, 0], [0, 0]],   W_V = [[0, 0], [W0, -I_Dy]],   P = (eta / N) I_D
+so every token gets y_j <- y_j - dW x_j, dW = -(eta / N) sum_i (W0 x_i - y_i) x_i^T: one GD step on
+L(W) = 1/(2N) sum_i ||W x_i - y_i||^2. Stacking K such layers (each with W0 in W_V, each its own eta)
+gives K GD steps from W0, read out as -(query y-entry) when the query starts at [x_q; -W0 x_q].
+
+GD++ (A.10) adds the input transform x_j <- x_j - gamma X X^T x_j, X X^T = sum_i x_i x_i^T over the
+context (not divided by N, so gamma is on the paper's scale), in the same head:
+    W_K = W_Q as above,   W_V = [[-gamma I_Dx, 0], [(eta/N) W0, -(eta/N) I_Dy]],   P = I_D.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from icgd.nn.attention import AttentionConfig
+from icgd.nn.stack import Stack, StackConfig
+
+LayerWeights = dict[str, Tensor]
+
+
+def _w0(w0: Tensor | None, dx: int, dy: int) -> Tensor:
+    if w0 is None:
+        return torch.zeros(dy, dx, dtype=torch.float64)
+    w0 = torch.as_tensor(w0, dtype=torch.float64).cpu()
+    if w0.shape != (dy, dx):
+        raise ValueError(f"w0 must have shape (Dy, Dx) = ({dy}, {dx}), got {tuple(w0.shape)}")
+    return w0
+
+
+def _kq(dx: int, dy: int) -> Tensor:
+    m = torch.zeros(1, dx + dy, dx + dy, dtype=torch.float64)
+    m[0, :dx, :dx] = torch.eye(dx, dtype=torch.float64)
+    return m
+
+
+def gd_weights(dx: int, dy: int, eta: float, n_context: int, w0: Tensor | None = None) -> LayerWeights:
+    """One LSA layer (1 head, float64) doing one GD step with learning rate `eta` from W0 (Prop. 1).
+
+    Returns {"w_q", "w_k": (1, D, D), "w_v": (1, D, D), "w_o": (1, D, D)}, D = dx + dy.
+    """
+    d = dx + dy
+    w_v = torch.zeros(1, d, d, dtype=torch.float64)
+    w_v[0, dx:, :dx] = _w0(w0, dx, dy)
+    w_v[0, dx:, dx:] = -torch.eye(dy, dtype=torch.float64)
+    w_o = (float(eta) / n_context) * torch.eye(d, dtype=torch.float64).unsqueeze(0)
+    return {"w_q": _kq(dx, dy), "w_k": _kq(dx, dy), "w_v": w_v, "w_o": w_o}
+
+
+def gdpp_weights(dx: int, dy: int, eta: float, gamma: float, n_context: int,
+                 w0: Tensor | None = None) -> LayerWeights:
+    """One LSA layer (1 head, float64) doing one GD++ step: GD with `eta` and x <- (I - gamma X X^T) x."""
+    d = dx + dy
+    s = float(eta) / n_context
+    w_v = torch.zeros(1, d, d, dtype=torch.float64)
+    w_v[0, :dx, :dx] = -float(gamma) * torch.eye(dx, dtype=torch.float64)
+    w_v[0, dx:, :dx] = s * _w0(w0, dx, dy)
+    w_v[0, dx:, dx:] = -s * torch.eye(dy, dtype=torch.float64)
+    return {"w_q": _kq(dx, dy), "w_k": _kq(dx, dy), "w_v": w_v,
+            "w_o": torch.eye(d, dtype=torch.float64).unsqueeze(0)}
+
+
+@dataclass(frozen=True)
+class Construction:
+    """A stack configuration and the per-layer weights that implement an algorithm."""
+
+    config: StackConfig
+    layers: tuple[LayerWeights, ...]
+
+    def state_dict(self) -> dict[str, Tensor]:
+        """Weights named as in `Stack.state_dict()`."""
+        return {f"layers.{i}.attn.{k}": v for i, lw in enumerate(self.layers) for k, v in lw.items()}
+
+    def build(self, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Stack:
+        """A Stack holding these weights."""
+        stack = Stack(self.config, dtype=dtype, device=device)
+        load_layer_weights(stack, self.layers)
+        return stack
+
+
+def load_layer_weights(stack: Stack, layers: Sequence[LayerWeights]) -> Stack:
+    """Copy per-layer attention weights into `stack` (shapes must match; cast to the stack's dtype)."""
+    if len(layers) != len(stack.layers):
+        raise ValueError(f"{len(layers)} layer weight sets for a stack of {len(stack.layers)} blocks")
+    with torch.no_grad():
+        for block, lw in zip(stack.layers, layers):
+            for name, value in lw.items():
+                param = getattr(block.attn, name)
+                if param.shape != value.shape:
+                    raise ValueError(f"weight {name}: shape {tuple(value.shape)} != model {tuple(param.shape)}")
+                param.copy_(value)
+    return stack
+
+
+def _per_layer(values: float | Sequence[float], n: int | None, what: str) -> list[float]:
+    vals = [float(values)] * (n or 1) if isinstance(values, (int, float)) else [float(v) for v in values]
+    if n is not None and len(vals) != n:
+        raise ValueError(f"{what}: {len(vals)} values for {n} layers")
+    if not vals:
+        raise ValueError(f"{what}: need at least one layer")
+    return vals
+
+
+def lsa_config(dx: int, dy: int, n_layers: int, **stack_options) -> StackConfig:
+    """Config of an n-layer, 1-head linear self-attention stack on concatenated tokens.
+
+    Options naming an AttentionConfig field (e.g. query_in_keys) go to the attention, the rest to the stack.
+    """
+    attn = {k: stack_options.pop(k) for k in list(stack_options) if k in AttentionConfig.model_fields}
+    return StackConfig(attention=AttentionConfig(d_model=dx + dy, **attn), n_layers=n_layers, **stack_options)
+
+
+def gd_construction(dx: int, dy: int, n_context: int, etas: float | Sequence[float], steps: int | None = None,
+                    w0: Tensor | None = None, gammas: float | Sequence[float] | None = None,
+                    **stack_options) -> Construction:
+    """K-step GD (gammas None) or GD++ stack: one layer per step, per-layer eta (and gamma).
+
+    etas: one value (repeated `steps` times) or one per layer. Extra keyword options go to StackConfig.
+    """
+    eta_list = _per_layer(etas, steps, "etas")
+    k = len(eta_list)
+    if gammas is None:
+        layers = tuple(gd_weights(dx, dy, e, n_context, w0) for e in eta_list)
+    else:
+        gamma_list = _per_layer(gammas, k, "gammas")
+        layers = tuple(gdpp_weights(dx, dy, e, g, n_context, w0) for e, g in zip(eta_list, gamma_list))
+    return Construction(lsa_config(dx, dy, k, **stack_options), layers)

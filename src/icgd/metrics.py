@@ -1,0 +1,96 @@
+"""Metrics shared by every learner (SPEC 1): query loss and the alignment of two learners.
+
+- loss: 0.5 * ||y_hat - y||^2 per query (the sources' convention), averaged over queries, per task;
+- prediction difference: ||y_hat_A(x_q) - y_hat_B(x_q)|| per query;
+- sensitivity cosine / L2: between the Jacobians d y_hat / d x_q of A and B (the implicit linear models).
+Each reduces over tasks to a `Stat` (mean and 95% normal-approximation confidence interval).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import Tensor
+
+from icgd.episodes import Episodes, ShapeError
+from icgd.learners.base import Learner
+
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean over n tasks with a 95% confidence interval (mean +- 1.96 * std / sqrt(n))."""
+
+    mean: float
+    ci95: tuple[float, float]
+    n: int
+
+    @staticmethod
+    def of(values: Tensor) -> "Stat":
+        v = values.detach().double().reshape(-1)
+        n = v.numel()
+        if n == 0:
+            raise ValueError("no values to summarise")
+        m = float(v.mean())
+        half = Z95 * float(v.std()) / math.sqrt(n) if n > 1 else math.inf
+        return Stat(m, (m - half, m + half), n)
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"ci95": list(self.ci95)}
+
+
+def query_loss(pred: Tensor, target: Tensor) -> Tensor:
+    """Per-task loss (B,) = mean over queries of 0.5 * ||pred - target||^2, for (B, Q, Dy) tensors."""
+    if pred.shape != target.shape:
+        raise ShapeError(f"predictions {tuple(pred.shape)} and targets {tuple(target.shape)} differ in shape")
+    return 0.5 * ((pred - target) ** 2).sum(-1).mean(-1)
+
+
+def _chunks(ep: Episodes, chunk: int | None) -> list[Episodes]:
+    return [ep] if chunk is None or chunk >= ep.batch_size else ep.split(chunk)
+
+
+def task_losses(learner: Learner, ep: Episodes, chunk: int | None = 4096) -> Tensor:
+    """Per-task losses (B,) of `learner` on `ep` (no gradients)."""
+    if ep.query_y is None:
+        raise ValueError("these episodes have no query targets, so no loss can be computed")
+    with torch.no_grad():
+        return torch.cat([query_loss(learner.predict(e), e.query_y) for e in _chunks(ep, chunk)])
+
+
+def evaluate(learner: Learner, ep: Episodes, chunk: int | None = 4096) -> Stat:
+    """Mean query loss of `learner` on `ep` with its 95% CI."""
+    return Stat.of(task_losses(learner, ep, chunk))
+
+
+def sensitivities(learner: Learner, ep: Episodes) -> Tensor:
+    """Jacobians d y_hat / d x_q of every query, (B, Q, Dy, Dx), by batched autograd (one backward
+    pass per output dimension; a learner's prediction for query (b, q) may depend only on x_q[b, q])."""
+    qx = ep.query_x.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        pred = learner.predict(ep.with_query_x(qx))
+        if not pred.requires_grad:  # the prediction does not depend on x_q at all
+            return qx.new_zeros(*pred.shape, ep.dx).detach()
+        rows = []
+        for d in range(pred.shape[-1]):
+            (g,) = torch.autograd.grad(pred[..., d].sum(), qx, retain_graph=d + 1 < pred.shape[-1],
+                                       allow_unused=True)
+            rows.append(torch.zeros_like(qx) if g is None else g)
+    return torch.stack(rows, dim=-2).detach()
+
+
+def alignment(a: Learner, b: Learner, ep: Episodes, chunk: int | None = 4096) -> dict[str, Stat]:
+    """Prediction difference, sensitivity cosine and sensitivity L2 between learners `a` and `b`
+    on the same episodes (each a per-task mean over queries, then a Stat over tasks)."""
+    pd, cos, l2 = [], [], []
+    for e in _chunks(ep, chunk):
+        with torch.no_grad():
+            pd.append((a.predict(e) - b.predict(e)).norm(dim=-1).mean(-1))
+        sa, sb = sensitivities(a, e).flatten(-2), sensitivities(b, e).flatten(-2)
+        cos.append(torch.nn.functional.cosine_similarity(sa, sb, dim=-1, eps=1e-12).mean(-1))
+        l2.append((sa - sb).norm(dim=-1).mean(-1))
+    return {"prediction_difference": Stat.of(torch.cat(pd)), "sensitivity_cosine": Stat.of(torch.cat(cos)),
+            "sensitivity_l2": Stat.of(torch.cat(l2))}

@@ -1,0 +1,133 @@
+"""One attention module with a pluggable similarity kernel (SPEC 1, 5, 6).
+
+For tokens E (B, T, D) and heads h, the update of token j is
+
+    sum_h  P_h  sum_{i in keys(j)}  w_h(i, j)  W_V,h e_i,      w_h(i, j) = kappa(W_K,h e_i, W_Q,h e_j)
+
+(normalised over i for a softmax-like kernel, divided by the number of keys when normalize="count").
+With the linear kernel and one head this is LSA: `P W_V E (W_K E)^T W_Q E`.
+keys(j): the first `n_context` tokens, plus the query tokens themselves when `query_in_keys`
+(then every token attends to every token of the sequence), restricted to i <= j when `causal`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from torch import Tensor, nn
+
+from icgd.episodes import ShapeError
+from icgd.nn.kernels import get_kernel, kernel_names
+
+
+class AttentionConfig(BaseModel):
+    """Options of one attention module (all heads' weights live in one tensor per projection)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    d_model: int = Field(ge=1)
+    n_heads: int = Field(1, ge=1)
+    d_key: int | None = Field(None, ge=1, description="key/query width per head (default d_model)")
+    d_value: int | None = Field(None, ge=1, description="value width per head (default d_model)")
+    kernel: str = "linear"
+    kernel_options: dict[str, float] = Field(default_factory=dict)
+    learn_kernel_params: bool = True
+    normalize: Literal["none", "count"] = "none"
+    query_in_keys: bool = False
+    causal: bool = False
+
+    @field_validator("kernel")
+    @classmethod
+    def _known_kernel(cls, v: str) -> str:
+        if v not in kernel_names():
+            raise ValueError(f"unknown kernel {v!r}; known: {', '.join(kernel_names())}")
+        return v
+
+    @property
+    def dk(self) -> int:
+        return self.d_key or self.d_model
+
+    @property
+    def dv(self) -> int:
+        return self.d_value or self.d_model
+
+
+class Attention(nn.Module):
+    """Multi-head attention with kernel `config.kernel`; returns the update (no residual).
+
+    Parameters: w_q, w_k (H, dk, D); w_v (H, dv, D); w_o (H, D, dv) (the projection P);
+    kernel_params (H, n_params) when the kernel has parameters.
+    Hook points (with `cache`): `{name}.weights` (B, H, T, Tk) and `{name}.out` (B, T, D).
+    """
+
+    def __init__(self, config: AttentionConfig, init_std: float = 0.02,
+                 dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.kernel = get_kernel(config.kernel)
+        c, kw = config, dict(dtype=dtype, device=device)
+        self.w_q = nn.Parameter(torch.empty(c.n_heads, c.dk, c.d_model, **kw))
+        self.w_k = nn.Parameter(torch.empty(c.n_heads, c.dk, c.d_model, **kw))
+        self.w_v = nn.Parameter(torch.empty(c.n_heads, c.dv, c.d_model, **kw))
+        self.w_o = nn.Parameter(torch.empty(c.n_heads, c.d_model, c.dv, **kw))
+        for w in (self.w_q, self.w_k, self.w_v, self.w_o):
+            nn.init.trunc_normal_(w, std=init_std, a=-2 * init_std, b=2 * init_std)
+        if self.kernel.n_params:
+            init = torch.tensor(self.kernel.param_init, **kw).expand(c.n_heads, -1).clone()
+            self.kernel_params = nn.Parameter(init, requires_grad=c.learn_kernel_params)
+        else:
+            self.register_buffer("kernel_params", torch.zeros(c.n_heads, 0, **kw))
+
+    def forward(self, x: Tensor, n_context: int, cache: dict[str, Tensor] | None = None,
+                name: str = "attn") -> Tensor:
+        """x (B, T, D) -> update (B, T, D); keys/values are the first `n_context` tokens (see module doc)."""
+        c = self.config
+        if x.dim() != 3 or x.shape[-1] != c.d_model:
+            raise ShapeError(f"attention expects tokens (B, T, {c.d_model}), got {tuple(x.shape)}")
+        t_len = x.shape[1]
+        if not 0 < n_context <= t_len:
+            raise ShapeError(f"n_context={n_context} must be in 1..{t_len}")
+        n_keys = t_len if c.query_in_keys else n_context
+        src = x[:, :n_keys]
+        q = torch.einsum("hkd,btd->bhtk", self.w_q, x)
+        k = torch.einsum("hkd,btd->bhtk", self.w_k, src)
+        v = torch.einsum("hvd,btd->bhtv", self.w_v, src)
+        mask = self._mask(t_len, n_keys, n_context, x.device)
+        linear_fast = (self.kernel.name == "linear" and mask is None and c.normalize == "none"
+                       and cache is None)
+        if linear_fast:  # associativity: (V^T K) Q costs O(T d^2) instead of O(T^2 d)
+            mixed = torch.einsum("bhvk,bhsk->bhsv", v.transpose(-1, -2) @ k, q)
+        else:
+            w = self.weights(q, k, mask, n_keys)
+            if cache is not None:
+                cache[f"{name}.weights"] = w
+            mixed = w @ v
+        out = torch.einsum("hdv,bhtv->btd", self.w_o, mixed)
+        if cache is not None:
+            cache[f"{name}.out"] = out
+        return out
+
+    def weights(self, q: Tensor, k: Tensor, mask: Tensor | None, n_keys: int) -> Tensor:
+        """Attention weights (B, H, Tq, Tk) from queries (B, H, Tq, dk) and keys (B, H, Tk, dk)."""
+        s = self.kernel.fn(q, k, self.kernel_params, self.config.kernel_options)
+        if self.kernel.normalized:
+            if mask is not None:
+                s = s.masked_fill(~mask, -math.inf)
+            w = torch.softmax(s, dim=-1)
+        else:
+            w = s if mask is None else s * mask
+        if self.config.normalize == "count":
+            count = mask.sum(-1, keepdim=True).clamp_min(1) if mask is not None else n_keys
+            w = w / count
+        return w
+
+    def _mask(self, t_len: int, n_keys: int, n_context: int, device: torch.device) -> Tensor | None:
+        """Boolean (T, Tk) mask of allowed (query token, key token) pairs, or None when all are allowed."""
+        if not self.config.causal:
+            return None
+        j = torch.arange(t_len, device=device)[:, None]
+        i = torch.arange(n_keys, device=device)[None, :]
+        return i <= j

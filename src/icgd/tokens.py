@@ -1,0 +1,123 @@
+"""Token constructions: Episodes -> token tensors, and the read-out tokens -> query predictions.
+
+Concatenated (SPEC 1): e_i = [x_i; y_i] for context points, e_q = [x_q; y0_q] for queries
+(y0_q = 0, or -W0 x_q to start from a linear model W0), read-out y_hat = -(y-entry of e_q).
+Interleaved (SPEC 3): x_1, y_1, ..., x_N, y_N, x_q as separate tokens [x or 0; y or 0; one-hot position].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from icgd.episodes import Episodes, ShapeError
+
+
+# -------------------------------------------------------------------------------------- concatenated
+def concat_tokens(ep: Episodes, w0: Tensor | None = None) -> Tensor:
+    """Concatenated tokens (B, N + Q, Dx + Dy): context tokens first, then the Q query tokens.
+
+    w0: optional initial linear model (Dy, Dx) or (B, Dy, Dx); the query y-entries start at -W0 x_q.
+    """
+    if w0 is None:
+        qy0 = ep.query_x.new_zeros(ep.batch_size, ep.n_queries, ep.dy)
+    else:
+        qy0 = -(ep.query_x @ _check_w0(w0, ep).transpose(-1, -2))
+    ctx = torch.cat([ep.context_x, ep.context_y], dim=-1)
+    qry = torch.cat([ep.query_x, qy0], dim=-1)
+    return torch.cat([ctx, qry], dim=1)
+
+
+def concat_readout(tokens: Tensor, n_context: int, dx: int) -> Tensor:
+    """Query predictions (B, Q, Dy) = -(y-entries of the query tokens) of tokens (B, N + Q, Dx + Dy)."""
+    return -tokens[..., n_context:, dx:]
+
+
+def concat_to_episodes(tokens: Tensor, n_context: int, dx: int) -> Episodes:
+    """Inverse of `concat_tokens` (with w0 = None): recover context and query inputs from tokens."""
+    if tokens.dim() != 3 or not 0 < n_context < tokens.shape[1] or not 0 < dx < tokens.shape[2]:
+        raise ShapeError(f"cannot split tokens {tuple(tokens.shape)} with n_context={n_context}, dx={dx}")
+    return Episodes(context_x=tokens[:, :n_context, :dx], context_y=tokens[:, :n_context, dx:],
+                    query_x=tokens[:, n_context:, :dx])
+
+
+# --------------------------------------------------------------------------------------- interleaved
+def interleaved_tokens(ep: Episodes) -> Tensor:
+    """Interleaved tokens (B * Q, 2N + 1, Dx + Dy + 2N + 1), one sequence per query (row b*Q + q).
+
+    Token 2i is [x_i; 0; p_2i], token 2i+1 is [0; y_i; p_2i+1], the last is [x_q; 0; p_2N],
+    with p_t the one-hot position t.
+    """
+    f = ep.fold_queries() if ep.n_queries > 1 else ep
+    b, n, dx, dy = f.batch_size, f.n_context, f.dx, f.dy
+    t_len = 2 * n + 1
+    tok = f.context_x.new_zeros(b, t_len, dx + dy + t_len)
+    tok[:, 0:2 * n:2, :dx] = f.context_x
+    tok[:, 1:2 * n:2, dx:dx + dy] = f.context_y
+    tok[:, -1, :dx] = f.query_x[:, 0]
+    tok[:, :, dx + dy:] = torch.eye(t_len, dtype=tok.dtype, device=tok.device)
+    return tok
+
+
+def interleaved_readout(tokens: Tensor, dx: int, dy: int, n_queries: int = 1) -> Tensor:
+    """Predictions (B, Q, Dy) = -(y-entry of the last token), for tokens (B * Q, T, D)."""
+    return -tokens[:, -1, dx:dx + dy].reshape(-1, n_queries, dy)
+
+
+def interleaved_to_episodes(tokens: Tensor, dx: int, dy: int) -> Episodes:
+    """Inverse of `interleaved_tokens` for one query per sequence: tokens (B, 2N + 1, D) -> Episodes."""
+    t_len = tokens.shape[1]
+    if tokens.dim() != 3 or t_len % 2 != 1 or tokens.shape[2] != dx + dy + t_len:
+        raise ShapeError(f"tokens {tuple(tokens.shape)} are not interleaved tokens with dx={dx}, dy={dy}")
+    return Episodes(context_x=tokens[:, 0:t_len - 1:2, :dx], context_y=tokens[:, 1:t_len - 1:2, dx:dx + dy],
+                    query_x=tokens[:, -1:, :dx])
+
+
+# ------------------------------------------------------------------------------ construction objects
+@dataclass(frozen=True)
+class ConcatTokens:
+    """Concatenated construction; `w0` (Dy, Dx) sets the query's initial y-entry to -W0 x_q."""
+
+    w0: Tensor | None = None
+    name: str = "concat"
+    #: all Q queries share one sequence after the context
+    one_sequence_per_query: bool = False
+
+    def width(self, dx: int, dy: int, n_context: int) -> int:
+        return dx + dy
+
+    def encode(self, ep: Episodes) -> tuple[Tensor, int]:
+        """(tokens (B, N + Q, Dx + Dy), number of context tokens N)."""
+        w0 = None if self.w0 is None else self.w0.to(ep.query_x)
+        return concat_tokens(ep, w0), ep.n_context
+
+    def decode(self, tokens: Tensor, ep: Episodes) -> Tensor:
+        return concat_readout(tokens, ep.n_context, ep.dx)
+
+
+@dataclass(frozen=True)
+class InterleavedTokens:
+    """Interleaved construction with one-hot positions; every query gets its own sequence."""
+
+    name: str = "interleaved"
+    one_sequence_per_query: bool = True
+
+    def width(self, dx: int, dy: int, n_context: int) -> int:
+        return dx + dy + 2 * n_context + 1
+
+    def encode(self, ep: Episodes) -> tuple[Tensor, int]:
+        """(tokens (B * Q, 2N + 1, D), number of key tokens 2N + 1: the whole sequence attends causally
+        or fully as the model decides)."""
+        tok = interleaved_tokens(ep)
+        return tok, 2 * ep.n_context
+
+    def decode(self, tokens: Tensor, ep: Episodes) -> Tensor:
+        return interleaved_readout(tokens, ep.dx, ep.dy, ep.n_queries)
+
+
+def _check_w0(w0: Tensor, ep: Episodes) -> Tensor:
+    if w0.shape[-2:] != (ep.dy, ep.dx) or w0.dim() not in (2, 3):
+        raise ShapeError(f"w0 must be (Dy, Dx) = {(ep.dy, ep.dx)} or (B, Dy, Dx), got {tuple(w0.shape)}")
+    return w0 if w0.dim() == 3 else w0.unsqueeze(0)

@@ -1,0 +1,7 @@
+import torch
+from hypothesis import settings
+
+settings.register_profile("icgd", max_examples=40, deadline=None)
+settings.load_profile("icgd")
+
+torch.set_num_threads(min(2, torch.get_num_threads()))

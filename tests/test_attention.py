@@ -1,0 +1,163 @@
+import math
+
+import pytest
+import torch
+
+from icgd import ShapeError
+from icgd.nn.attention import Attention, AttentionConfig
+from icgd.nn.kernels import get_kernel, kernel_names
+from icgd.nn.stack import Stack, StackConfig
+
+
+def _attn(**kw):
+    torch.manual_seed(0)
+    a = Attention(AttentionConfig(**kw), init_std=0.5, dtype=torch.float64)
+    return a
+
+
+def _tokens(b=3, t=7, d=5):
+    return torch.randn(b, t, d, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+
+
+def test_lsa_matches_the_paper_formula():
+    """E <- P W_V E_c (W_K E_c)^T W_Q E, columns = tokens, keys over the context tokens only."""
+    a = _attn(d_model=5)
+    x = _tokens()
+    n = 5
+    out = a(x, n)
+    for b in range(x.shape[0]):
+        e = x[b].T  # (D, T)
+        ec = e[:, :n]
+        ref = a.w_o[0] @ a.w_v[0] @ ec @ (a.w_k[0] @ ec).T @ a.w_q[0] @ e
+        torch.testing.assert_close(out[b], ref.T, rtol=1e-12, atol=1e-12)
+
+
+def test_multi_head_is_the_sum_of_heads_and_query_in_keys():
+    a = _attn(d_model=5, n_heads=3, d_key=2, d_value=4, query_in_keys=True)
+    x = _tokens()
+    out = a(x, 2)
+    ref = 0
+    for h in range(3):
+        e = x.transpose(1, 2)  # keys are all tokens
+        ref = ref + a.w_o[h] @ a.w_v[h] @ e @ (a.w_k[h] @ e).transpose(1, 2) @ a.w_q[h] @ e
+    torch.testing.assert_close(out, ref.transpose(1, 2))
+
+
+def test_softmax_kernel_is_standard_attention_with_causal_mask():
+    a = _attn(d_model=5, n_heads=2, kernel="softmax", causal=True, query_in_keys=True)
+    x = _tokens()
+    out = a(x, x.shape[1])
+    t = x.shape[1]
+    ref = 0
+    for h in range(2):
+        q, k, v = x @ a.w_q[h].T, x @ a.w_k[h].T, x @ a.w_v[h].T
+        s = q @ k.transpose(1, 2)
+        s = s.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), -math.inf)
+        ref = ref + torch.softmax(s, -1) @ v @ a.w_o[h].T
+    torch.testing.assert_close(out, ref)
+
+
+def test_count_normalisation_divides_by_the_number_of_keys():
+    x = _tokens()
+    a = _attn(d_model=5, normalize="count")
+    b = _attn(d_model=5)
+    torch.testing.assert_close(a(x, 4), b(x, 4) / 4)
+
+
+@pytest.mark.parametrize("name", kernel_names())
+def test_kernels_match_their_formulas(name):
+    g = torch.Generator().manual_seed(3)
+    q = torch.rand(2, 1, 4, 3, generator=g, dtype=torch.float64) + 0.1
+    k = torch.rand(2, 1, 5, 3, generator=g, dtype=torch.float64) + 0.1
+    kern = get_kernel(name)
+    p = torch.tensor([[0.7, 0.3][:kern.n_params]], dtype=torch.float64)
+    got = kern.fn(q, k, p, {"degree": 3})
+    qi, kj = q[0, 0, 1], k[0, 0, 2]
+    dot = float(qi @ kj)
+    s = 0.7
+    ref = {
+        "linear": dot,
+        "softmax": dot / s,  # logits; normalised by the attention
+        "exponential": math.exp(dot / s),
+        "rbf": math.exp(-float(((qi - kj) ** 2).sum()) / (2 * s * s)),
+        "laplacian": math.exp(-float((qi - kj).abs().sum()) / s),
+        "sigmoid": math.tanh(0.7 * dot + 0.3),
+        "polynomial": (dot + 0.7) ** 3,
+        "cosine": dot / float(qi.norm() * kj.norm()),
+        "chi_squared": math.exp(-s * float(((qi - kj) ** 2 / (qi + kj)).sum())),
+    }[name]
+    assert got.shape == (2, 1, 4, 5)
+    assert abs(float(got[0, 0, 1, 2]) - ref) < 1e-12
+
+
+@pytest.mark.parametrize("name", kernel_names())
+def test_every_kernel_runs_in_attention(name):
+    a = _attn(d_model=4, n_heads=2, kernel=name)
+    x = torch.rand(2, 6, 4, dtype=torch.float64)
+    out = a(x, 5)
+    assert out.shape == x.shape and torch.isfinite(out).all()
+
+
+def test_bad_attention_inputs():
+    with pytest.raises(ValueError, match="unknown kernel"):
+        AttentionConfig(d_model=3, kernel="gaussianish")
+    a = _attn(d_model=5)
+    with pytest.raises(ShapeError, match="expects tokens"):
+        a(torch.zeros(2, 3, 4, dtype=torch.float64), 2)
+    with pytest.raises(ShapeError, match="n_context"):
+        a(torch.zeros(2, 3, 5, dtype=torch.float64), 4)
+
+
+def test_cache_exposes_named_hook_points_and_matches_fast_path():
+    cfg = StackConfig(attention=AttentionConfig(d_model=5), n_layers=2)
+    torch.manual_seed(0)
+    s = Stack(cfg, dtype=torch.float64)
+    x = _tokens()
+    cache: dict = {}
+    with_cache = s(x, 4, cache)
+    torch.testing.assert_close(with_cache, s(x, 4))  # the associative fast path agrees with the cached one
+    for key in ("resid_pre", "layers.0.attn.weights", "layers.0.attn.out", "layers.1.resid_post"):
+        assert key in cache
+    assert cache["layers.0.attn.weights"].shape == (3, 1, 7, 4)
+
+
+def test_recurrent_stack_shares_weights_and_dampening_clipping():
+    cfg = StackConfig(attention=AttentionConfig(d_model=5), n_layers=3, recurrent=True, init_scale=1.0)
+    torch.manual_seed(0)
+    s = Stack(cfg, dtype=torch.float64)
+    assert len(s.layers) == 1
+    x = _tokens()
+    ref = x
+    for _ in range(3):
+        ref = ref + s.layers[0].attn(ref, 4)
+    torch.testing.assert_close(s(x, 4), ref)
+    s.dampening = 0.5
+    ref = x
+    for _ in range(5):
+        ref = ref + 0.5 * s.layers[0].attn(ref, 4)
+    torch.testing.assert_close(s.with_steps(5)(x, 4), ref)
+    s.clip = 0.1
+    assert s(x, 4).abs().max() <= 0.1
+    with pytest.raises(ValueError, match="recurrent"):
+        Stack(cfg.model_copy(update={"recurrent": False})).with_steps(5)
+
+
+def test_layer_norm_and_mlp_blocks_in_both_dtypes():
+    for dtype in (torch.float32, torch.float64):
+        cfg = StackConfig(attention=AttentionConfig(d_model=6, n_heads=2, kernel="softmax"), n_layers=2,
+                          layer_norm=True, mlp=True)
+        s = Stack(cfg, dtype=dtype)
+        x = torch.randn(2, 5, 6, dtype=dtype)
+        out = s(x, 4)
+        assert out.dtype == dtype and out.shape == x.shape
+        assert s.layers[0].mlp[0].out_features == 24
+        out.sum().backward()
+        assert s.layers[0].attn.w_q.grad is not None
+
+
+def test_default_init_is_the_small_variance_scaling():
+    cfg = StackConfig(attention=AttentionConfig(d_model=11), n_layers=2)
+    assert cfg.attention_init_std == pytest.approx(math.sqrt(0.001 / 11))
+    s = Stack(cfg)
+    w = s.layers[0].attn.w_q
+    assert w.abs().max() <= 2 * cfg.attention_init_std + 1e-9

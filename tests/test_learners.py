@@ -1,0 +1,83 @@
+import pytest
+import torch
+
+from icgd import make_generator
+from icgd.learners import GD, GDPlusPlus, LeastSquares, Learner, Ridge, ZeroPredictor, gd_transformer
+from icgd.tasks import LinearRegression
+
+
+def _ep(n=10, dx=10, dy=1, q=3, b=200, seed=0, **kw):
+    return LinearRegression(dx=dx, dy=dy, n_context=n, n_queries=q, **kw).sample(
+        b, make_generator(seed), dtype=torch.float64)
+
+
+def test_every_learner_answers_the_same_call():
+    ep = _ep(dy=2)
+    learners = [ZeroPredictor(), GD(0.5, 2), GDPlusPlus(0.5, 0.01, 2), LeastSquares(), Ridge(0.1),
+                gd_transformer(10, 2, 10, [0.5, 0.5])]
+    for lr in learners:
+        assert isinstance(lr, Learner)
+        assert lr.predict(ep).shape == (200, 3, 2)
+        assert isinstance(lr.describe(), dict) and "learner" in lr.describe()
+
+
+def test_gd_step_is_the_gradient_step():
+    ep = _ep()
+    w = GD(0.3, 1).weights(ep)
+    x, y = ep.context_x, ep.context_y
+    # independent formula: grad of 1/(2N) sum (w.x - y)^2 at w = 0 is -(1/N) sum y x
+    ref = 0.3 * (y.transpose(1, 2) @ x) / 10
+    torch.testing.assert_close(w, ref)
+
+
+def test_many_small_gd_steps_converge_to_least_squares():
+    ep = _ep(n=30, dx=4, b=20)
+    gd = GD(1.0, 3000)
+    torch.testing.assert_close(gd.predict(ep), LeastSquares().predict(ep), rtol=1e-6, atol=1e-6)
+
+
+def test_least_squares_recovers_the_teacher_and_ridge_shrinks():
+    ep = _ep(n=15, dx=5, dy=2, b=10)
+    torch.testing.assert_close(LeastSquares().weights(ep), ep.teacher)
+    w_ridge = Ridge(10.0).weights(ep)
+    assert w_ridge.norm() < ep.teacher.norm()
+    # ridge solves (X^T X / N + alpha I) W^T = X^T Y / N
+    x, y = ep.context_x, ep.context_y
+    lhs = (x.transpose(1, 2) @ x / 15 + 10.0 * torch.eye(5, dtype=x.dtype)) @ w_ridge.transpose(1, 2)
+    torch.testing.assert_close(lhs, x.transpose(1, 2) @ y / 15)
+    with pytest.raises(ValueError):
+        Ridge(-1.0)
+
+
+def test_least_squares_is_minimum_norm_when_underdetermined():
+    ep = _ep(n=3, dx=8, b=5)
+    w = LeastSquares().weights(ep)
+    torch.testing.assert_close(w @ ep.context_x.transpose(1, 2), ep.context_y.transpose(1, 2))
+    assert (w.norm(dim=(1, 2)) <= ep.teacher.norm(dim=(1, 2)) + 1e-9).all()
+
+
+def test_gdpp_with_zero_gamma_is_gd_and_w0_is_used():
+    ep = _ep(dy=2)
+    w0 = torch.randn(2, 10, dtype=torch.float64)
+    torch.testing.assert_close(GDPlusPlus([0.5, 0.7], [0.0, 0.0], w0=w0).predict(ep),
+                               GD([0.5, 0.7], w0=w0).predict(ep))
+    torch.testing.assert_close(GD([0.0], w0=w0).predict(ep), ep.query_x @ w0.T)
+
+
+def test_gdpp_transforms_inputs_by_curvature():
+    """One GD++ step with eta = 0 leaves predictions at W0 x_q; the next GD step sees (I - g XX^T) x."""
+    ep = _ep(b=5)
+    gamma, eta = 0.05, 0.4
+    pred = GDPlusPlus([0.0, eta], [gamma, 0.0]).predict(ep)
+    x = ep.context_x
+    xxt = x.transpose(1, 2) @ x
+    t = lambda z: z - gamma * z @ xxt  # noqa: E731
+    ref = (eta / 10) * (t(ep.query_x) @ t(x).transpose(1, 2)) @ ep.context_y
+    torch.testing.assert_close(pred, ref)
+
+
+def test_step_count_mismatch_is_an_error():
+    with pytest.raises(ValueError, match="etas"):
+        GD([0.1, 0.2], 3)
+    with pytest.raises(ValueError, match="gammas"):
+        GDPlusPlus([0.1, 0.2], [0.1])
