@@ -90,6 +90,52 @@ def cmd_baselines(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from icgd.train import engine
+    from icgd.train.config import load_config
+
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    device = _device(args.device)
+    if args.resume:
+        if args.config or args.overrides:
+            raise UsageError("--resume continues a run with its own config.yaml: give no CONFIG or overrides")
+        result = engine.train(out=args.resume, device=device, resume=True, quiet=args.quiet)
+    else:
+        if not args.config:
+            raise UsageError("give a CONFIG (a YAML file or a preset) or --resume DIR")
+        overrides = list(args.overrides)
+        # a first 'key=value' would be taken for CONFIG by argparse: it is an override of the defaults
+        source = args.config
+        if "=" in source and not source.endswith((".yaml", ".yml")):
+            overrides.insert(0, source)
+            source = None
+        config = load_config(source, overrides) if source else _default_config(overrides)
+        result = engine.train(config, args.out, device=device, quiet=args.quiet)
+    s = result.summary
+    if args.json:
+        print(json.dumps(s, indent=2))
+    else:
+        print(f"run {s['name']}: {s['status']} after {s['steps']} steps in {s['wall_seconds']:.1f} s "
+              f"({s['seed_steps_per_s']} seed-steps/s, {s['compute_path']}); {result.run_dir}")
+        ref = s["reference"]
+        print(f"reference {ref['learner']} ({ref['steps']} steps): loss {ref['loss']:.5g}")
+        for r in s["seeds"]:
+            gap = "" if r["relative_gap"] is None else f" ({100 * r['relative_gap']:+.2f}% vs reference)"
+            cos = "" if r["sensitivity_cosine"] is None else f", sensitivity cosine {r['sensitivity_cosine']:.4f}"
+            loss = "n/a" if r["final_eval_loss"] is None else f"{r['final_eval_loss']:.5g}"
+            print(f"  seed {r['seed']}: eval loss {loss}{gap}{cos}")
+    return 0
+
+
+def _default_config(overrides: list[str]):
+    from icgd.train.config import build_config, parse_overrides
+
+    return build_config(parse_overrides(overrides))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from icgd.tasks.linear import LinearRegression
 
@@ -111,6 +157,24 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--dtype", choices=["float32", "float64"], default="float64", help="(default float64)")
     b.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     b.set_defaults(func=cmd_baselines)
+
+    from icgd.train.config import PRESET_DOCS
+
+    presets = "; ".join(f"{k}: {v}" for k, v in PRESET_DOCS.items())
+    t = sub.add_parser("train", help="meta-train transformer learners (several seeds at once)",
+                       description="Train a transformer learner on a task distribution and write a run "
+                                   "directory (config.yaml, env.json, metrics.csv, checkpoint.safetensors, "
+                                   f"summary.json). Presets: {presets}.",
+                       epilog="example: icgd train lsa-1 seeds=[0,1,2,3] optim.lr=5e-4 --out runs/lsa1")
+    t.add_argument("config", nargs="?", help="a YAML config file or a preset name")
+    t.add_argument("overrides", nargs="*", help="key=value overrides, dotted keys (optim.lr=5e-4, seeds=[0,1])")
+    t.add_argument("--out", help="run directory (default runs/<name>); must not exist or be empty")
+    t.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its last checkpoint")
+    t.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    t.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument("--json", action="store_true", help="print summary.json at the end")
+    t.set_defaults(func=cmd_train)
     return parser
 
 
@@ -128,9 +192,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except pydantic.ValidationError as e:
         print(f"error: {_pydantic_message(e)}", file=sys.stderr)
         return 2
-    except (ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    except Exception as e:  # noqa: BLE001 - map the library's errors to exit codes, one line each
+        from icgd.train.checkpoint import CheckpointError
+        from icgd.train.engine import TrainingDiverged, TrainingInterrupted
+
+        if isinstance(e, TrainingInterrupted):
+            print(f"{e}", file=sys.stderr)
+            return 130
+        if isinstance(e, TrainingDiverged):
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        if isinstance(e, (ValueError, FileNotFoundError, CheckpointError)):
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        raise
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -64,7 +64,8 @@ class Attention(nn.Module):
     """
 
     def __init__(self, config: AttentionConfig, init_std: float = 0.02,
-                 dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> None:
+                 dtype: torch.dtype = torch.float32, device: torch.device | str | None = None,
+                 generator: torch.Generator | None = None) -> None:
         super().__init__()
         self.config = config
         self.kernel = get_kernel(config.kernel)
@@ -74,7 +75,7 @@ class Attention(nn.Module):
         self.w_v = nn.Parameter(torch.empty(c.n_heads, c.dv, c.d_model, **kw))
         self.w_o = nn.Parameter(torch.empty(c.n_heads, c.d_model, c.dv, **kw))
         for w in (self.w_q, self.w_k, self.w_v, self.w_o):
-            nn.init.trunc_normal_(w, std=init_std, a=-2 * init_std, b=2 * init_std)
+            nn.init.trunc_normal_(w, std=init_std, a=-2 * init_std, b=2 * init_std, generator=generator)
         if self.kernel.n_params:
             init = torch.tensor(self.kernel.param_init, **kw).expand(c.n_heads, -1).clone()
             self.kernel_params = nn.Parameter(init, requires_grad=c.learn_kernel_params)

@@ -51,16 +51,21 @@ class Block(nn.Module):
     """Attention (+ MLP) with residual connections; hook points `{name}.attn.*`, `{name}.resid_post`."""
 
     def __init__(self, config: StackConfig, dtype: torch.dtype = torch.float32,
-                 device: torch.device | str | None = None) -> None:
+                 device: torch.device | str | None = None, generator: torch.Generator | None = None) -> None:
         super().__init__()
         d, kw = config.d_model, dict(dtype=dtype, device=device)
-        self.attn = Attention(config.attention, init_std=config.attention_init_std, **kw)
+        self.attn = Attention(config.attention, init_std=config.attention_init_std, generator=generator, **kw)
         self.ln1 = nn.LayerNorm(d, **kw) if config.layer_norm else None
         self.mlp = None
         if config.mlp:
             self.ln2 = nn.LayerNorm(d, **kw) if config.layer_norm else None
             self.mlp = nn.Sequential(nn.Linear(d, config.mlp_ratio * d, **kw), nn.GELU(),
                                      nn.Linear(config.mlp_ratio * d, d, **kw))
+            with torch.no_grad():  # torch's default init, but from `generator`
+                for lin in (self.mlp[0], self.mlp[2]):
+                    bound = 1 / math.sqrt(lin.in_features)
+                    lin.weight.uniform_(-bound, bound, generator=generator)
+                    lin.bias.uniform_(-bound, bound, generator=generator)
 
     def forward(self, x: Tensor, n_context: int, dampening: float = 1.0, clip: float | None = None,
                 cache: dict[str, Tensor] | None = None, name: str = "layers.0") -> Tensor:
@@ -84,11 +89,12 @@ class Stack(nn.Module):
     """
 
     def __init__(self, config: StackConfig, dtype: torch.dtype = torch.float32,
-                 device: torch.device | str | None = None) -> None:
+                 device: torch.device | str | None = None, generator: torch.Generator | None = None) -> None:
+        """Weights are drawn from `generator` (torch's global generator when None)."""
         super().__init__()
         self.config = config
         n_blocks = 1 if config.recurrent else config.n_layers
-        self.layers = nn.ModuleList([Block(config, dtype, device) for _ in range(n_blocks)])
+        self.layers = nn.ModuleList([Block(config, dtype, device, generator) for _ in range(n_blocks)])
         self.n_steps = config.n_layers
         self.dampening = config.dampening
         self.clip = config.clip

@@ -1,0 +1,215 @@
+"""Validated, declarative training configs (YAML or Python), presets, and `key=value` overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from icgd.nn.attention import AttentionConfig
+from icgd.nn.kernels import kernel_names
+from icgd.nn.stack import StackConfig
+from icgd.tasks.linear import LinearRegression
+
+
+class ConfigError(ValueError):
+    """A bad config: the message is one line naming the key and the value."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(_Strict):
+    """A transformer learner on concatenated tokens; d_model = Dx + Dy comes from the task."""
+
+    n_layers: int = Field(1, ge=1)
+    recurrent: bool = False
+    n_heads: int = Field(1, ge=1)
+    kernel: str = "linear"
+    d_key: int | None = Field(None, ge=1)
+    d_value: int | None = Field(None, ge=1)
+    normalize: Literal["none", "count"] = "none"
+    query_in_keys: bool = False
+    layer_norm: bool = False
+    mlp: bool = False
+    clip: float | None = Field(None, gt=0, description="clip token values to [-clip, clip] after each layer")
+    init_scale: float | None = Field(None, gt=0, description="default 0.002 / n_layers")
+    tokens: Literal["concat"] = "concat"
+
+    @field_validator("kernel")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in kernel_names():
+            raise ValueError(f"unknown kernel {v!r}; known: {', '.join(kernel_names())}")
+        return v
+
+    def stack_config(self, d_model: int) -> StackConfig:
+        attn = AttentionConfig(d_model=d_model, n_heads=self.n_heads, kernel=self.kernel, d_key=self.d_key,
+                               d_value=self.d_value, normalize=self.normalize, query_in_keys=self.query_in_keys)
+        return StackConfig(attention=attn, n_layers=self.n_layers, recurrent=self.recurrent,
+                           layer_norm=self.layer_norm, mlp=self.mlp, clip=self.clip, init_scale=self.init_scale)
+
+
+class OptimConfig(_Strict):
+    """Adam / AdamW with a learning-rate schedule and per-seed global-norm gradient clipping."""
+
+    name: Literal["adam", "adamw"] = "adam"
+    lr: float = Field(1e-3, gt=0)
+    beta1: float = Field(0.9, ge=0, lt=1)
+    beta2: float = Field(0.999, ge=0, lt=1)
+    eps: float = Field(1e-8, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    grad_clip: float | None = Field(10.0, gt=0, description="global gradient norm per seed; null disables")
+    schedule: Literal["constant", "cosine", "linear"] = "constant"
+    warmup_steps: int = Field(0, ge=0)
+
+
+class EvalConfig(_Strict):
+    """Held-out evaluation, on the same fixed tasks for every seed and for the reference learner."""
+
+    every: int = Field(100, ge=1, description="evaluate every k steps (and at the last step)")
+    n_tasks: int = Field(4096, ge=2)
+    seed: int = Field(1_000_003, description="seed of the held-out and tuning tasks")
+    reference: Literal["gd", "gd_per_step", "gdpp"] = "gd"
+    reference_steps: int | None = Field(None, ge=1, description="default: the model's number of layers")
+    n_tune: int = Field(10_000, ge=2, description="tasks to tune the reference's learning rates on")
+    alignment_tasks: int = Field(1024, ge=0, description="tasks for the alignment metrics (0 = skip)")
+
+
+class TrainConfig(_Strict):
+    """Everything a training run needs; `icgd train` writes it back, resolved, into the run directory."""
+
+    name: str = "run"
+    task: LinearRegression = LinearRegression()
+    model: ModelConfig = ModelConfig()
+    optim: OptimConfig = OptimConfig()
+    eval: EvalConfig = EvalConfig()
+    steps: int = Field(5000, ge=1)
+    batch_size: int = Field(2048, ge=1)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    data: Literal["shared", "per_seed"] = Field(
+        "shared", description="shared: all seeds see one task stream (from data_seed); per_seed: one each")
+    data_seed: int = 0
+    train_set_size: int | None = Field(None, ge=1, description="a fixed training set of M tasks (null = fresh)")
+    checkpoint_every: int = Field(500, ge=1)
+    dtype: Literal["float32", "float64"] = "float32"
+    fast: bool = Field(True, description="use the fused linear-attention path when the model allows it")
+
+    @field_validator("seeds")
+    @classmethod
+    def _unique(cls, v: list[int]) -> list[int]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"seeds must be distinct, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "TrainConfig":
+        if self.train_set_size is not None and self.train_set_size < self.batch_size:
+            raise ValueError(f"train_set_size={self.train_set_size} is smaller than batch_size={self.batch_size}")
+        return self
+
+    @property
+    def d_model(self) -> int:
+        return self.task.dx + self.task.dy
+
+    def stack_config(self):
+        return self.model.stack_config(self.d_model)
+
+
+# ------------------------------------------------------------------------------------------- presets
+PRESETS: dict[str, dict[str, Any]] = {
+    "lsa-1": {"name": "lsa-1", "model": {"n_layers": 1}, "optim": {"lr": 1e-3}, "steps": 5000},
+    "lsa-2-recurrent": {"name": "lsa-2-recurrent", "model": {"n_layers": 2, "recurrent": True},
+                        "optim": {"lr": 1e-3}, "steps": 10000},
+    "lsa-5": {"name": "lsa-5", "model": {"n_layers": 5, "clip": 10.0}, "optim": {"lr": 5e-4}, "steps": 20000,
+              "eval": {"reference": "gdpp"}},
+    "softmax-2": {"name": "softmax-2", "model": {"n_layers": 2, "kernel": "softmax"}, "optim": {"lr": 1e-3},
+                  "steps": 10000},
+}
+PRESET_DOCS = {
+    "lsa-1": "1-layer linear self-attention (SPEC 1 defaults: Adam 1e-3, batch 2048, fresh tasks)",
+    "lsa-2-recurrent": "one LSA layer applied twice (recurrent 2-layer)",
+    "lsa-5": "5 separate LSA layers, Adam 5e-4, token clipping at 10, reference GD++",
+    "softmax-2": "2 layers of 1-head softmax attention",
+}
+
+
+def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for k in keys[:-1]:
+        nxt = node.setdefault(k, {})
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"{dotted}: {k!r} is not a section")
+        node = nxt
+    node[keys[-1]] = value
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """['optim.lr=5e-4', 'seeds=[0,1]'] -> nested dict (values parsed as YAML scalars/lists)."""
+    tree: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r} is not key=value")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            raise ConfigError(f"override {item!r}: cannot parse the value") from None
+        _set(tree, key.strip(), value)
+    return tree
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def validation_message(err: ValidationError) -> str:
+    """One line naming each bad key and its value."""
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "config"
+        inp = e.get("input")
+        shown = "" if isinstance(inp, dict) else f"={inp!r}"
+        parts.append(f"{loc}{shown}: {e['msg']}")
+    return "invalid config: " + "; ".join(parts)
+
+
+def build_config(raw: dict[str, Any]) -> TrainConfig:
+    try:
+        return TrainConfig(**raw)
+    except ValidationError as e:
+        raise ConfigError(validation_message(e)) from None
+    except TypeError as e:  # e.g. a section given as a scalar
+        raise ConfigError(f"invalid config: {e}") from None
+
+
+def load_config(source: str | Path, overrides: list[str] | None = None) -> TrainConfig:
+    """A preset name or a YAML file, with `key=value` overrides applied on top."""
+    source = str(source)
+    if source in PRESETS:
+        raw: Any = PRESETS[source]
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise ConfigError(f"{source}: no such config file or preset (presets: {', '.join(PRESETS)})")
+        try:
+            raw = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as e:
+            line = getattr(getattr(e, "problem_mark", None), "line", None)
+            where = f" (line {line + 1})" if line is not None else ""
+            raise ConfigError(f"{source}: malformed YAML{where}") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{source}: a config must be a mapping of keys to values, got {type(raw).__name__}")
+    return build_config(_merge(raw, parse_overrides(overrides or [])))
+
+
+def dump_config(config: TrainConfig) -> str:
+    """The resolved config as YAML (every default written out)."""
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)

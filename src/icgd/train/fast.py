@@ -1,0 +1,81 @@
+"""A fused path for stacks of linear attention on concatenated tokens, several seeds at once.
+
+Same math as `Stack` + `ConcatTokens` (tested equal): for each layer and head,
+token e_j <- e_j + lambda * sum_h U_h C M_h e_j with M_h = W_K,h^T W_Q,h, U_h = P_h W_V,h and
+C = sum_{i <= N} e_i e_i^T (divided by N with normalize="count"); tokens clipped after each layer.
+What changes is only the order of the products: weights are multiplied out once per step (D x D),
+products with weights run as large matrix multiplications over all tasks and seeds, C is computed once
+per task (once for all seeds while the tokens are still the shared data), and the last layer computes
+only the query's y-entries, the only thing the loss reads.
+
+Parameters are a dict of stacked tensors named as in `Stack.state_dict()`, each with a leading seed
+dimension S. Data are (B, ...) tensors shared by all seeds or (S, B, ...) tensors, one batch per seed.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from icgd.nn.stack import StackConfig
+
+
+def fast_supported(config: StackConfig) -> bool:
+    """Whether `lsa_predictions` computes this stack exactly."""
+    a = config.attention
+    return (a.kernel == "linear" and not a.causal and not a.query_in_keys and not config.layer_norm
+            and not config.mlp)
+
+
+def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
+                    query_x: Tensor, n_steps: int | None = None, dampening: float | None = None) -> Tensor:
+    """Query predictions (S, B, Q, Dy) of S seed-stacked LSA stacks.
+
+    context_x (B, N, Dx) or (S, B, N, Dx); context_y (..., N, Dy); query_x (..., Q, Dx).
+    """
+    if not fast_supported(config):
+        raise ValueError("the fused path needs linear attention without mask, query keys, LayerNorm or MLP")
+    n_steps = config.n_layers if n_steps is None else n_steps
+    if n_steps < 1:
+        raise ValueError(f"n_steps must be >= 1, got {n_steps}")
+    lam = config.dampening if dampening is None else dampening
+    dx, dy, n = context_x.shape[-1], context_y.shape[-1], context_x.shape[-2]
+    ctx = torch.cat([context_x, context_y], -1)
+    qry = torch.cat([query_x, query_x.new_zeros(*query_x.shape[:-1], dy)], -1)
+    for step in range(n_steps):
+        blk = 0 if config.recurrent else step
+        p = f"layers.{blk}.attn."
+        m = params[p + "w_k"].transpose(-1, -2) @ params[p + "w_q"]  # (S, H, D, D) = W_K^T W_Q
+        u = params[p + "w_o"] @ params[p + "w_v"]  # (S, H, D, D) = P W_V
+        c = ctx.transpose(-1, -2) @ ctx  # (B, D, D) or (S, B, D, D)
+        if config.attention.normalize == "count":
+            c = c / n
+        last = step == n_steps - 1
+        x = qry if last else torch.cat([ctx, qry], -2)
+        if last:
+            u = u[..., dx:, :]  # only the y-rows of the update are read out
+        # (x M^T) for every seed and head: one large product when x is shared
+        if x.dim() == 3:
+            y = torch.einsum("btd,shed->shbte", x, m)
+            z = torch.einsum("shbte,bef->shbtf", y, c)
+        else:
+            y = torch.einsum("sbtd,shed->shbte", x, m)
+            z = torch.einsum("shbte,sbef->shbtf", y, c)
+        upd = torch.einsum("shbtf,shgf->sbtg", z, u)
+        if last:
+            out = qry[..., dx:] + lam * upd
+            if config.clip is not None:
+                out = out.clamp(-config.clip, config.clip)
+            return -out
+        new = x + lam * upd
+        if config.clip is not None:
+            new = new.clamp(-config.clip, config.clip)
+        ctx, qry = new[..., :n, :], new[..., n:, :]
+    raise AssertionError("unreachable")
+
+
+def lsa_losses(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
+               query_x: Tensor, query_y: Tensor) -> Tensor:
+    """Per-seed training losses (S,): mean over tasks and queries of 0.5 * ||y_hat - y||^2."""
+    pred = lsa_predictions(params, config, context_x, context_y, query_x)
+    return 0.5 * ((pred - query_y) ** 2).sum(-1).mean((-1, -2))
