@@ -209,6 +209,17 @@ def build_reference(config: TrainConfig, eval_eps: Episodes, tune_eps: Episodes)
     return Reference(learner, stat.mean, stat.ci95)
 
 
+def load_reference(run: RunDir, eval_eps: Episodes) -> Reference | None:
+    """The reference learner saved in the run directory (None when there is none)."""
+    d = run.read_reference()
+    if d is None:
+        return None
+    learner = (GDPlusPlus(d["eta"], d["gamma"]) if d["learner"] == "gdpp"
+               else GD(d["eta"], name=d["learner"]))
+    stat = evaluate(learner, eval_eps)
+    return Reference(learner, stat.mean, stat.ci95)
+
+
 def evaluate_seeds(config: TrainConfig, params: dict[str, Tensor], eval_eps: Episodes,
                    reference: Reference) -> list[dict[str, float]]:
     """Per-seed eval loss (+ CI) and alignment with the reference, on the same held-out tasks."""
@@ -304,9 +315,13 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
     device = torch.device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device}: CUDA is not available")
-    if resume:
+    ckpt: tuple[dict[str, Tensor], dict] | None = None
+    if resume:  # validate everything before writing anything
         run = RunDir.open(out)
         config = build_config(run.read_config())
+        if run.checkpoint.is_file():
+            ckpt = load_checkpoint(run.checkpoint, device)
+            _check_meta(ckpt[1], config, run.checkpoint)
     else:
         if config is None:
             raise ValueError("a config is needed to start a run")
@@ -325,15 +340,17 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
     g_eval = make_generator(config.eval.seed)
     eval_eps = config.task.sample(config.eval.n_tasks, g_eval, dtype=torch.float64)
     tune_eps = config.task.sample(config.eval.n_tune, g_eval, dtype=torch.float64)
-    reference = build_reference(config, eval_eps, tune_eps)
+    reference = load_reference(run, eval_eps) if resume else None
+    if reference is None:
+        reference = build_reference(config, eval_eps, tune_eps)
+        run.write_reference(reference.learner.describe())
 
     n_seeds = len(config.seeds)
     step, rows = 0, []
     acc = torch.zeros(n_seeds, dtype=torch.float64)
     acc_n = 0
-    if resume and run.checkpoint.is_file():
-        tensors, meta = load_checkpoint(run.checkpoint, device)
-        _check_meta(meta, config, run.checkpoint)
+    if ckpt is not None:
+        tensors, meta = ckpt
         with torch.no_grad():
             for k in params:
                 params[k].copy_(tensors[f"param.{k}"])
@@ -364,8 +381,8 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
         while step < config.steps:
             batch = stream.next()
             losses = loss_fn(params, *batch)
-            if not bool(torch.isfinite(losses).all()):
-                bad = [config.seeds[i] for i in range(n_seeds) if not math.isfinite(float(losses[i]))]
+            if not bool(torch.isfinite(losses.detach()).all()):
+                bad = [config.seeds[i] for i in range(n_seeds) if not math.isfinite(float(losses[i].detach()))]
                 status = "diverged"
                 raise TrainingDiverged(
                     f"training diverged at step {step + 1}: non-finite loss for seed(s) {bad}; "

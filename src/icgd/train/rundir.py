@@ -1,4 +1,5 @@
-"""Run directories: config.yaml, env.json, metrics.csv, checkpoint.safetensors (+ .json), summary.json."""
+"""Run directories: config.yaml, env.json, reference.json, metrics.csv, checkpoint.safetensors (+ .json),
+summary.json."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ class RunDir:
         self.checkpoint = path / "checkpoint.safetensors"
         self.summary = path / "summary.json"
         self.env = path / "env.json"
+        self.reference = path / "reference.json"
 
     @classmethod
     def create(cls, path: str | Path) -> "RunDir":
@@ -68,6 +70,17 @@ class RunDir:
 
     def write_env(self, env: dict[str, Any]) -> None:
         _atomic_write(self.env, json.dumps(env, indent=2))
+
+    def write_reference(self, learner: dict[str, Any]) -> None:
+        _atomic_write(self.reference, json.dumps(learner, indent=2))
+
+    def read_reference(self) -> dict[str, Any] | None:
+        if not self.reference.is_file():
+            return None
+        try:
+            return json.loads(self.reference.read_text())
+        except json.JSONDecodeError:
+            return None
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         _atomic_write(self.summary, json.dumps(summary, indent=2))
