@@ -33,6 +33,7 @@ from icgd.learners.transformer import TransformerLearner
 from icgd.learners.tuning import tune_gd, tune_gdpp
 from icgd.metrics import alignment, evaluate, query_loss
 from icgd.nn.stack import Stack
+from icgd.perf import keep_freed_memory
 from icgd.tokens import ConcatTokens
 from icgd.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from icgd.train.config import TrainConfig, build_config, dump_config
@@ -188,6 +189,31 @@ def clip_per_seed(grads: dict[str, Tensor], max_norm: float | None) -> Tensor:
     return norms
 
 
+class Stepper:
+    """The inner loop of training, for all seeds at once: sample a batch, per-seed losses, gradients,
+    per-seed clipping, Adam. `step(i)` applies the update only when every loss is finite."""
+
+    def __init__(self, config: TrainConfig, device: torch.device | str = "cpu") -> None:
+        self.config = config
+        self.params = init_params(config, device)
+        self.names = trainable_names(config)
+        for k in self.names:
+            self.params[k].requires_grad_(True)
+        self.opt = Adam(self.params, self.names, config.optim)
+        self.stream = TaskStream(config, device)
+        self.loss_fn, self.path = make_loss_fn(config)
+
+    def step(self, i: int) -> tuple[Tensor, bool]:
+        """(per-seed losses (S,), whether the update was applied) for optimisation step number i."""
+        losses = self.loss_fn(self.params, *self.stream.next())
+        if not bool(torch.isfinite(losses.detach()).all()):
+            return losses.detach(), False
+        grads = dict(zip(self.names, torch.autograd.grad(losses.sum(), [self.params[k] for k in self.names])))
+        clip_per_seed(grads, self.config.optim.grad_clip)
+        self.opt.step(self.params, grads, self.opt.lr_at(i, self.config.steps))
+        return losses.detach(), True
+
+
 # -------------------------------------------------------------------------------------- evaluation
 @dataclass
 class Reference:
@@ -315,6 +341,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
     device = torch.device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device}: CUDA is not available")
+    keep_freed_memory()
     ckpt: tuple[dict[str, Tensor], dict] | None = None
     if resume:  # validate everything before writing anything
         run = RunDir.open(out)
@@ -329,13 +356,8 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
         run.write_config(dump_config(config))
     run.write_env(environment(device, config))
 
-    params = init_params(config, device)
-    names = trainable_names(config)
-    for k in names:
-        params[k].requires_grad_(True)
-    opt = Adam(params, names, config.optim)
-    stream = TaskStream(config, device)
-    loss_fn, path = make_loss_fn(config)
+    stepper = Stepper(config, device)
+    params, opt, stream = stepper.params, stepper.opt, stepper.stream
 
     g_eval = make_generator(config.eval.seed)
     eval_eps = config.task.sample(config.eval.n_tasks, g_eval, dtype=torch.float64)
@@ -379,19 +401,15 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
     status = "completed"
     try:
         while step < config.steps:
-            batch = stream.next()
-            losses = loss_fn(params, *batch)
-            if not bool(torch.isfinite(losses.detach()).all()):
-                bad = [config.seeds[i] for i in range(n_seeds) if not math.isfinite(float(losses[i].detach()))]
+            losses, applied = stepper.step(step)
+            if not applied:
+                bad = [config.seeds[i] for i in range(n_seeds) if not math.isfinite(float(losses[i]))]
                 status = "diverged"
                 raise TrainingDiverged(
                     f"training diverged at step {step + 1}: non-finite loss for seed(s) {bad}; "
                     f"the last good checkpoint (step {_ckpt_step(run)}) is kept in {run.path}")
-            grads = dict(zip(names, torch.autograd.grad(losses.sum(), [params[k] for k in names])))
-            clip_per_seed(grads, config.optim.grad_clip)
-            opt.step(params, grads, opt.lr_at(step, config.steps))
             step += 1
-            acc += losses.detach().to("cpu", torch.float64)
+            acc += losses.to("cpu", torch.float64)
             acc_n += 1
             if step % config.eval.every == 0 or step == config.steps:
                 ev_rows = evaluate_seeds(config, params, eval_eps, reference)
@@ -403,7 +421,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
                 acc.zero_()
                 acc_n = 0
                 last_eval = float(sum(r["eval_loss"] for r in ev_rows) / n_seeds)
-            progress.update(step, float(losses.detach().mean()), last_eval, force=step == config.steps)
+            progress.update(step, float(losses.mean()), last_eval, force=step == config.steps)
             if step % config.checkpoint_every == 0 or step == config.steps:
                 checkpoint()
             if flag or (stop_after is not None and step >= stop_after and step < config.steps):
@@ -416,7 +434,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
             for sig, h in old.items():
                 signal.signal(sig, h)
         elapsed = time.perf_counter() - t0
-        summary = _summary(config, rows, reference, step, status, elapsed, step - step0, path, device)
+        summary = _summary(config, rows, reference, step, status, elapsed, step - step0, stepper.path, device)
         run.write_summary(summary)
     if flag:
         raise TrainingInterrupted(f"interrupted by signal {flag['sig']} at step {step}; checkpoint saved in "

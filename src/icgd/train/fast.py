@@ -40,20 +40,28 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
     lam = config.dampening if dampening is None else dampening
     dx, dy, n = context_x.shape[-1], context_y.shape[-1], context_x.shape[-2]
-    ctx = torch.cat([context_x, context_y], -1)
-    qry = torch.cat([query_x, query_x.new_zeros(*query_x.shape[:-1], dy)], -1)
+    # zero-pad the token width to a multiple of 4: the padded coordinates stay exactly 0 (their rows and
+    # columns of M and U are 0) and small matrix products of width 12 run twice as fast as width 11
+    d = dx + dy
+    pad = -d % 4
+    zeros = [context_x.new_zeros(*context_x.shape[:-1], pad), query_x.new_zeros(*query_x.shape[:-1], dy + pad)]
+    ctx = torch.cat([context_x, context_y, zeros[0]], -1)
+    qry = torch.cat([query_x, zeros[1]], -1)
     for step in range(n_steps):
         blk = 0 if config.recurrent else step
         p = f"layers.{blk}.attn."
         m = params[p + "w_k"].transpose(-1, -2) @ params[p + "w_q"]  # (S, H, D, D) = W_K^T W_Q
         u = params[p + "w_o"] @ params[p + "w_v"]  # (S, H, D, D) = P W_V
+        if pad:
+            m = torch.nn.functional.pad(m, (0, pad, 0, pad))
+            u = torch.nn.functional.pad(u, (0, pad, 0, pad))
         c = ctx.transpose(-1, -2) @ ctx  # (B, D, D) or (S, B, D, D)
         if config.attention.normalize == "count":
             c = c / n
         last = step == n_steps - 1
         x = qry if last else torch.cat([ctx, qry], -2)
         if last:
-            u = u[..., dx:, :]  # only the y-rows of the update are read out
+            u = u[..., dx:d, :]  # only the y-rows of the update are read out
         # (x M^T) for every seed and head: one large product when x is shared
         if x.dim() == 3:
             y = torch.einsum("btd,shed->shbte", x, m)
@@ -62,12 +70,14 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
             y = torch.einsum("sbtd,shed->shbte", x, m)
             z = torch.einsum("shbte,sbef->shbtf", y, c)
         upd = torch.einsum("shbtf,shgf->sbtg", z, u)
+        if lam != 1.0:
+            upd = lam * upd
         if last:
-            out = qry[..., dx:] + lam * upd
+            out = qry[..., dx:d] + upd
             if config.clip is not None:
                 out = out.clamp(-config.clip, config.clip)
             return -out
-        new = x + lam * upd
+        new = x + upd
         if config.clip is not None:
             new = new.clamp(-config.clip, config.clip)
         ctx, qry = new[..., :n, :], new[..., n:, :]
