@@ -118,7 +118,7 @@ def make_loss_fn(config: TrainConfig) -> tuple[Callable[..., Tensor], str]:
     """(fn(params, cx, cy, qx, qy) -> per-seed losses (S,), name of the path)."""
     stack_cfg = config.stack_config()
     if config.fast and fast_supported(stack_cfg):
-        return (lambda params, *batch: lsa_losses(params, stack_cfg, *batch)), "fused-lsa"
+        return (lambda params, *batch: lsa_losses(params, stack_cfg, *batch)), "fused"
     template = TransformerLearner(Stack(stack_cfg, device="meta"), ConcatTokens())
 
     def one(p: dict[str, Tensor], cx: Tensor, cy: Tensor, qx: Tensor, qy: Tensor) -> Tensor:
