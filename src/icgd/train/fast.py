@@ -117,6 +117,8 @@ def _linear_update(params: dict[str, Tensor], p: str, ctx: Tensor, qry: Tensor, 
     x = qry if last else torch.cat([ctx, qry], -2)
     if last:
         u = u[..., dx:d, :]  # only the y-rows of the update are read out
+    if m.shape[1] == 1:  # one head: explicit contiguous layouts, no permutations
+        return _one_head(x, m[:, 0], c, u[:, 0]), x
     # (x M^T) for every seed and head: one large product when x is shared
     if x.dim() == 3:
         y = torch.einsum("btd,shed->shbte", x, m)
@@ -125,6 +127,28 @@ def _linear_update(params: dict[str, Tensor], p: str, ctx: Tensor, qry: Tensor, 
         y = torch.einsum("sbtd,shed->shbte", x, m)
         z = torch.einsum("shbte,sbef->shbtf", y, c)
     return torch.einsum("shbtf,shgf->sbtg", z, u), x
+
+
+def _one_head(x: Tensor, m: Tensor, c: Tensor, u: Tensor) -> Tensor:
+    """x M^T C U^T per seed and task: x (B, T, D) or (S, B, T, D); m, u (S, D, D); c (B, D, D) or (S, B, D, D)."""
+    s_n = m.shape[0]
+    if x.dim() == 3:
+        b, t, d = x.shape
+        y = (x.reshape(b * t, d) @ m.transpose(-1, -2).permute(1, 0, 2).reshape(d, s_n * d))  # (B*T, S*D)
+        y = y.view(b, t, s_n, d).transpose(1, 2).reshape(b, s_n * t, d)  # (B, S*T, D)
+    else:
+        _, b, t, d = x.shape
+        y = torch.bmm(x.reshape(s_n, b * t, d), m.transpose(-1, -2)).view(s_n * b, t, d)
+    if c.dim() == 3:  # shared statistic: one product per task for all seeds
+        if x.dim() == 3:
+            z = torch.bmm(y, c).view(b, s_n, t, d).transpose(0, 1)
+        else:
+            z = torch.bmm(y.view(s_n, b, t, d).transpose(0, 1).reshape(b, s_n * t, d), c)
+            z = z.view(b, s_n, t, d).transpose(0, 1)
+    else:
+        z = torch.bmm(y.view(s_n * b, t, d), c.reshape(s_n * b, d, d)).view(s_n, b, t, d)
+    g = u.shape[-2]
+    return torch.bmm(z.reshape(s_n, b * t, d), u.transpose(-1, -2)).view(s_n, b, t, g)
 
 
 def lsa_losses(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
