@@ -130,6 +130,47 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seed_list(text: str) -> list[int]:
+    """'4' -> [0, 1, 2, 3]; '0,3,7' -> [0, 3, 7]."""
+    try:
+        if "," in text:
+            seeds = [int(x) for x in text.split(",") if x.strip()]
+        else:
+            seeds = list(range(int(text)))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a count or a comma-separated list, got {text!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"need at least one distinct seed, got {text!r}")
+    return seeds
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from icgd.experiments import experiments
+
+    exps = experiments()
+    width = max(len(n) for n in exps)
+    print(f"{'experiment':<{width}}  {'quick':>6}  {'full':>6}  description")
+    for name, e in sorted(exps.items()):
+        print(f"{name:<{width}}  {e.quick_minutes:>4.1f}m  {e.full_minutes:>4.0f}m  {e.description}")
+    print("\n(times on 2 CPU cores; models trained by one experiment are cached and reused by others)")
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from icgd.experiments import get_experiment, run_experiment
+
+    exp = get_experiment(args.name)
+    out = Path(args.out) if args.out else Path("runs") / (exp.name + ("-quick" if args.quick else ""))
+    cache = Path(args.cache) if args.cache else out.parent / ("_train-quick" if args.quick else "_train")
+    results = run_experiment(exp.name, out, cache, quick=args.quick, seeds=args.seeds, device=_device(args.device),
+                             quiet=args.quiet)
+    print((out / "report.md").read_text())
+    print(f"tables, figures (PNG, SVG), results.json and report.md in {out} ({results['seconds']} s)")
+    return 0
+
+
 def _default_config(overrides: list[str]):
     from icgd.train.config import build_config, parse_overrides
 
@@ -175,6 +216,23 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.add_argument("--json", action="store_true", help="print summary.json at the end")
     t.set_defaults(func=cmd_train)
+
+    ls = sub.add_parser("list", help="list the experiments with their estimated times",
+                        description="Every registered experiment, with its estimated time on 2 CPU cores.")
+    ls.set_defaults(func=cmd_list)
+
+    r = sub.add_parser("reproduce", help="run one experiment (tables, figures, report.md)",
+                       description="Run a named experiment and write its run directory: tables (CSV), "
+                                   "figures (PNG and SVG), results.json and report.md, which puts each "
+                                   "measured number beside the paper's statement.")
+    r.add_argument("name", help="experiment name (see icgd list)")
+    r.add_argument("--quick", action="store_true", help="short training, fewer tasks and 2 seeds")
+    r.add_argument("--seeds", type=_seed_list, default=None, help="a count (4) or a list (0,3,7)")
+    r.add_argument("--out", help="run directory (default runs/NAME[-quick])")
+    r.add_argument("--cache", help="where trained models are cached (default beside --out)")
+    r.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    r.add_argument("--quiet", action="store_true", help="no progress bars")
+    r.set_defaults(func=cmd_reproduce)
     return parser
 
 

@@ -1,0 +1,558 @@
+"""The linear-regression study of von Oswald et al. 2023 (source 000, SPEC 1), one function per figure.
+
+Unless an experiment says otherwise: Dx = N = 10, Dy = 1, x ~ U(-1, 1) (the paper's text; `oswald-1layer`
+also trains with the official code's U(-0.5, 0.5)), batch 2048 of fresh tasks, Adam, and evaluation on
+held-out tasks that are the same for every learner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from icgd.constructions import gd_weights
+from icgd.episodes import Episodes, make_generator
+from icgd.experiments.registry import ExperimentContext, register
+from icgd.learners.explicit import GD, GDPlusPlus
+from icgd.learners.transformer import TransformerLearner
+from icgd.learners.tuning import tune_gd, tune_gdpp
+from icgd.metrics import alignment, evaluate, query_loss
+from icgd.nn.attention import AttentionConfig
+from icgd.nn.stack import Stack, StackConfig
+from icgd.plots import COLORS, band, heatmap, subplots
+from icgd.tasks.linear import LinearRegression
+from icgd.tokens import ConcatTokens
+from icgd.train.config import TrainConfig, build_config
+from icgd.train.engine import TrainResult
+
+EVAL_SEED = 20_231_000
+TUNE_SEED = 20_231_001
+
+
+# ------------------------------------------------------------------------------------------- helpers
+def train_config(ctx: ExperimentContext, name: str, model: dict[str, Any], steps: tuple[int, int],
+                 lr: float = 1e-3, input_range: float = 1.0, reference: str = "gd", **extra: Any) -> TrainConfig:
+    """The SPEC 1 training set-up; steps = (quick, full)."""
+    n = steps[0] if ctx.quick else steps[1]
+    raw = {"name": name, "task": {"input_range": input_range}, "model": model, "optim": {"lr": lr},
+           "steps": n, "seeds": ctx.seeds, "checkpoint_every": 500,
+           "eval": {"every": max(n // 40, 1), "n_tasks": 2048 if ctx.quick else 4096, "reference": reference,
+                    "alignment_tasks": 512 if ctx.quick else 1024}} | extra
+    return build_config(raw)
+
+
+def eval_tasks(ctx: ExperimentContext, task: LinearRegression, seed: int = EVAL_SEED) -> Episodes:
+    return task.sample(4096 if ctx.quick else 10_000, make_generator(seed), dtype=torch.float64)
+
+
+def tune_tasks(task: LinearRegression) -> Episodes:
+    return task.sample(10_000, make_generator(TUNE_SEED), dtype=torch.float64)
+
+
+def seed_learners(res: TrainResult) -> list[TransformerLearner]:
+    """Every seed's trained model, in float64 on the CPU."""
+    return [res.learner(s).to("cpu", torch.float64) for s in res.config.seeds]
+
+
+def products(stack: Stack, block: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """(W_KQ = sum_h W_K^T W_Q, W_PV = sum_h P W_V) of a one-head block, (D, D) each."""
+    a = stack.layers[block].attn
+    return ((a.w_k.transpose(-1, -2) @ a.w_q).sum(0).detach(), (a.w_o @ a.w_v).sum(0).detach())
+
+
+def stack_from_products(kq: torch.Tensor, pv: torch.Tensor, n_layers: int = 1, recurrent: bool = False,
+                        dampening: float = 1.0) -> Stack:
+    """A one-head LSA whose products W_K^T W_Q and P W_V are `kq` and `pv` (W_K = P = I)."""
+    d = kq.shape[0]
+    cfg = StackConfig(attention=AttentionConfig(d_model=d), n_layers=n_layers, recurrent=recurrent,
+                      dampening=dampening)
+    st = Stack(cfg, dtype=torch.float64)
+    eye = torch.eye(d, dtype=torch.float64)[None]
+    with torch.no_grad():
+        for blk in st.layers:
+            blk.attn.w_q.copy_(kq[None])
+            blk.attn.w_k.copy_(eye)
+            blk.attn.w_v.copy_(pv[None])
+            blk.attn.w_o.copy_(eye)
+    return st
+
+
+def rescaled(kq: torch.Tensor, pv: torch.Tensor, dx: int) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """(W_KQ / beta, W_PV * beta, beta), beta the mean of the first Dx diagonal entries of W_KQ (A.3)."""
+    beta = float(torch.diagonal(kq)[:dx].mean())
+    return kq / beta, pv * beta, beta
+
+
+def gd_products(dx: int, dy: int, eta: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    w = gd_weights(dx, dy, eta, n)
+    return (w["w_k"][0].T @ w["w_q"][0], w["w_o"][0] @ w["w_v"][0])
+
+
+def _curves(res: TrainResult, key: str) -> tuple[list[int], np.ndarray]:
+    """(steps, seeds x steps) of metric `key` from a run's metrics.csv."""
+    from icgd.train.rundir import RunDir
+
+    rows = RunDir(res.run_dir).read_metrics()
+    steps = sorted({r["step"] for r in rows})
+    ys = np.array([[next(r[key] for r in rows if r["step"] == st and r["seed"] == s) for st in steps]
+                   for s in res.config.seeds], dtype=float)
+    return steps, ys
+
+
+def _med(x: list[float]) -> float:
+    return float(np.median(np.asarray(x, dtype=float)))
+
+
+# ---------------------------------------------------------------------------- one layer vs one step
+def one_layer_run(ctx: ExperimentContext, input_range: float = 1.0) -> TrainResult:
+    return ctx.train(f"lsa1-a{input_range:g}", train_config(ctx, f"lsa1-a{input_range:g}", {"n_layers": 1},
+                                                           (1500, 5000), input_range=input_range))
+
+
+@register("oswald-1layer", "one trained LSA layer vs one step of GD: curves, alignment, weights (Fig. 2, 9)",
+          "source 000, sec. 3, Fig. 2 left, Fig. 9", quick_minutes=1.0, full_minutes=3.0)
+def one_layer(ctx: ExperimentContext) -> None:
+    fig, axes = subplots(4)
+    rows = []
+    for a, style in ((1.0, "-"), (0.5, "--")):
+        res = one_layer_run(ctx, a)
+        task = res.config.task
+        ev = eval_tasks(ctx, task)
+        gd = tune_gd(tune_tasks(task), 1)
+        gd_loss = evaluate(gd, ev).mean
+        tag = f"a{a:g}"
+        gaps, coss, pds, kq_errs, pv_errs = [], [], [], [], []
+        for s, learner in zip(res.config.seeds, seed_learners(res)):
+            loss = evaluate(learner, ev).mean
+            al = alignment(learner, gd, ev[:2048])
+            kq, pv = products(learner.model)
+            kq_r, pv_r, beta = rescaled(kq, pv, task.dx)
+            kq_gd, pv_gd = gd_products(task.dx, task.dy, gd.etas[0], task.n_context)
+            kq_err = float((kq_r - kq_gd).norm() / kq_gd.norm())
+            pv_err = float((pv_r[task.dx:] - pv_gd[task.dx:]).norm() / pv_gd[task.dx:].norm())
+            gaps.append(loss / gd_loss - 1)
+            coss.append(al["sensitivity_cosine"].mean)
+            pds.append(al["prediction_difference"].mean)
+            kq_errs.append(kq_err)
+            pv_errs.append(pv_err)
+            rows.append({"input_range": a, "seed": s, "tf_loss": loss, "gd_loss": gd_loss, "gd_eta": gd.etas[0],
+                         "relative_gap": loss / gd_loss - 1, "prediction_difference": pds[-1],
+                         "sensitivity_cosine": coss[-1], "sensitivity_l2": al["sensitivity_l2"].mean,
+                         "beta": beta, "kq_relative_error": kq_err, "pv_y_relative_error": pv_err})
+        ctx.result(f"{tag}.relative_gap_max", max(gaps))
+        ctx.result(f"{tag}.relative_gap_median", _med(gaps))
+        ctx.result(f"{tag}.sensitivity_cosine_min", min(coss))
+        ctx.result(f"{tag}.prediction_difference_max", max(pds))
+        ctx.result(f"{tag}.kq_relative_error_median", _med(kq_errs))
+        ctx.result(f"{tag}.pv_relative_error_median", _med(pv_errs))
+        ctx.result(f"{tag}.gd_loss", gd_loss)
+        ctx.result(f"{tag}.gd_eta", gd.etas[0])
+        ctx.report(f"x ~ U(-{a:g}, {a:g}): trained LSA loss equals one tuned GD step (Fig. 2)",
+                   f"GD {gd_loss:.4f} (eta {gd.etas[0]:.3f}); TF relative gap per seed "
+                   + ", ".join(f"{g:+.2%}" for g in gaps))
+        ctx.report("sensitivity cosine near 1, prediction difference near 0 (Fig. 2)",
+                   f"cosine {min(coss):.4f} to {max(coss):.4f}; prediction difference {min(pds):.4f} to {max(pds):.4f}")
+        ctx.report("rescaled trained W_K^T W_Q and P W_V match the construction (Fig. 9)",
+                   f"relative error (median over seeds) W_KQ {_med(kq_errs):.3f}, y-row of W_PV {_med(pv_errs):.3f}")
+        steps, tf = _curves(res, "eval_loss")
+        band(axes[0], steps, tf, f"TF, a={a:g}", COLORS["tf"], linestyle=style)
+        _, ref = _curves(res, "reference_loss")  # GD on the same held-out tasks as the curve
+        axes[0].plot(steps, ref[0], color=COLORS["gd"], linestyle=style, label=f"GD, a={a:g}")
+        for ax, key in zip(axes[1:], ("prediction_difference", "sensitivity_cosine", "sensitivity_l2")):
+            steps, ys = _curves(res, key)
+            band(ax, steps, ys, f"a={a:g}", COLORS["tf"], linestyle=style)
+        if a == 1.0:
+            learner = seed_learners(res)[0]
+            kq, pv = products(learner.model)
+            kq_r, pv_r, _ = rescaled(kq, pv, task.dx)
+            kq_gd, pv_gd = gd_products(task.dx, task.dy, gd.etas[0], task.n_context)
+            wfig, wax = subplots(4, width=3.0, height=2.8)
+            vmax = float(max(kq_r.abs().max(), kq_gd.abs().max()))
+            heatmap(wax[0], kq_r.numpy(), "trained W_K^T W_Q / beta", vmax)
+            heatmap(wax[1], kq_gd.numpy(), "GD construction W_K^T W_Q", vmax)
+            vmax = float(max(pv_r.abs().max(), pv_gd.abs().max()))
+            heatmap(wax[2], pv_r.numpy(), "trained P W_V * beta", vmax)
+            heatmap(wax[3], pv_gd.numpy(), "GD construction P W_V", vmax)
+            wfig.suptitle(f"seed {res.config.seeds[0]}, x ~ U(-1, 1): trained products beside Prop. 1")
+            ctx.figure("weights", wfig)
+    for ax, title, ylab in zip(axes, ("loss", "prediction difference", "sensitivity cosine", "sensitivity L2"),
+                               ("0.5 squared error", "||y_TF - y_GD||", "cosine", "L2 distance")):
+        ax.set_title(title)
+        ax.set_xlabel("training step")
+        ax.set_ylabel(ylab)
+        ax.legend(fontsize=7)
+    axes[0].set_yscale("log")
+    fig.suptitle("one trained LSA layer vs one GD step (held-out tasks)")
+    ctx.figure("training", fig)
+    ctx.table("per_seed", rows)
+
+
+# ----------------------------------------------------------------------------------- interpolation
+@register("oswald-interpolation", "loss along the line from the GD construction to the rescaled trained "
+          "weights (A.3)", "source 000, A.3, Fig. 2", quick_minutes=0.3, full_minutes=0.5)
+def interpolation(ctx: ExperimentContext) -> None:
+    res = one_layer_run(ctx)
+    task = res.config.task
+    ev = eval_tasks(ctx, task)
+    gd = tune_gd(tune_tasks(task), 1)
+    gd_loss = evaluate(gd, ev).mean
+    kq_gd, pv_gd = gd_products(task.dx, task.dy, gd.etas[0], task.n_context)
+    alphas = np.linspace(0, 1, 11)
+    curves, rows = [], []
+    for s, learner in zip(res.config.seeds, seed_learners(res)):
+        kq_r, pv_r, _ = rescaled(*products(learner.model), task.dx)
+        losses = []
+        for al in alphas:
+            st = stack_from_products((1 - al) * kq_gd + al * kq_r, (1 - al) * pv_gd + al * pv_r)
+            losses.append(evaluate(TransformerLearner(st), ev).mean)
+            rows.append({"seed": s, "alpha": float(al), "loss": losses[-1], "gd_loss": gd_loss})
+        curves.append(losses)
+    worst = max(max(c) for c in curves) / gd_loss - 1
+    ctx.result("max_relative_increase", worst)
+    ctx.result("gd_loss", gd_loss)
+    ctx.report("interpolating between the construction and the rescaled trained weights keeps the loss at "
+               "GD's (A.3)", f"largest loss along the path {worst:+.3%} relative to GD ({gd_loss:.4f})")
+    fig, (ax,) = subplots(1)
+    band(ax, alphas, curves, "interpolated LSA", COLORS["interp"], marker="o", markersize=3)
+    ax.axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="GD (alpha = 0 is its construction)")
+    ax.set_xlabel("alpha (0 = GD construction, 1 = rescaled trained)")
+    ax.set_ylabel("loss on held-out tasks")
+    ax.legend(fontsize=7)
+    ax.set_title("interpolation, x ~ U(-1, 1)")
+    ctx.figure("interpolation", fig)
+    ctx.table("interpolation", rows)
+
+
+# ---------------------------------------------------------------------------------------------- OOD
+OOD_FAMILIES = {
+    "input scale (uniform)": lambda t, a: t.model_copy(update={"input_scale": a}),
+    "teacher scale": lambda t, a: t.model_copy(update={"teacher_scale": a}),
+    "normal inputs": lambda t, a: t.model_copy(update={"input_law": "normal", "input_scale": a}),
+    "exponential inputs": lambda t, a: t.model_copy(update={"input_law": "exponential", "input_scale": a}),
+    "laplace inputs": lambda t, a: t.model_copy(update={"input_law": "laplace", "input_scale": a}),
+}
+OOD_ALPHAS = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
+
+
+@register("oswald-ood", "TF, GD and the interpolated model on out-of-distribution tasks (Fig. 2 right, Fig. 6)",
+          "source 000, sec. 3, Fig. 2, A.4 Fig. 6", quick_minutes=0.5, full_minutes=1.5)
+def ood(ctx: ExperimentContext) -> None:
+    res = one_layer_run(ctx)
+    task = res.config.task
+    gd = tune_gd(tune_tasks(task), 1)
+    kq_gd, pv_gd = gd_products(task.dx, task.dy, gd.etas[0], task.n_context)
+    learners = seed_learners(res)
+    interp = []
+    for learner in learners:
+        kq_r, pv_r, _ = rescaled(*products(learner.model), task.dx)
+        interp.append(TransformerLearner(stack_from_products((kq_gd + kq_r) / 2, (pv_gd + pv_r) / 2)))
+    fig, axes = subplots(len(OOD_FAMILIES), width=3.2)
+    rows, devs = [], []
+    for ax, (fam, make) in zip(axes, OOD_FAMILIES.items()):
+        tf_l, in_l, gd_l = [], [], []
+        for i, a in enumerate(OOD_ALPHAS):
+            ev = make(task, a).sample(2048 if ctx.quick else 10_000, make_generator(EVAL_SEED + i),
+                                      dtype=torch.float64)
+            g = evaluate(gd, ev).mean
+            t = [evaluate(lr, ev).mean for lr in learners]
+            m = [evaluate(lr, ev).mean for lr in interp]
+            gd_l.append(g)
+            tf_l.append(t)
+            in_l.append(m)
+            rows.append({"family": fam, "alpha": a, "gd_loss": g, "tf_loss_mean": float(np.mean(t)),
+                         "interpolated_loss_mean": float(np.mean(m))})
+            if a <= 1.5:
+                devs.append(abs(float(np.mean(t)) / g - 1))
+        band(ax, OOD_ALPHAS, np.array(tf_l).T, "TF", COLORS["tf"])
+        band(ax, OOD_ALPHAS, np.array(in_l).T, "interpolated", COLORS["interp"], linestyle=":")
+        ax.plot(OOD_ALPHAS, gd_l, color=COLORS["gd"], linestyle="--", label="GD")
+        ax.set_yscale("log")
+        ax.set_xlabel("alpha")
+        ax.set_ylabel("loss")
+        ax.set_title(fam)
+        ax.axvline(1.0, color="grey", linewidth=0.5)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("trained on x ~ U(-1, 1), W ~ N(0, I); evaluated with inputs or teacher scaled by alpha")
+    ctx.figure("ood", fig)
+    ctx.table("ood", rows)
+    ctx.result("max_relative_deviation_alpha_le_1_5", max(devs))
+    ctx.report("out of distribution the trained LSA performs equally to GD (Fig. 2, 6)",
+               f"largest |TF/GD - 1| over the five families for alpha <= 1.5: {max(devs):.2%}")
+
+
+# ---------------------------------------------------------------------------------------- repeating
+LAMBDAS = [0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0]
+REPEATS = 50
+
+
+def _step_losses(per_task: torch.Tensor, ep: Episodes) -> tuple[float, float, int]:
+    """(mean over all tasks, inf if any diverged; mean over the other tasks; number of diverged tasks).
+    A task has diverged when its loss is not finite or above 1000 times the zero predictor's mean loss."""
+    cap = 1000 * float(0.5 * (ep.query_y ** 2).sum(-1).mean())
+    ok = torch.isfinite(per_task) & (per_task < cap)
+    n_bad = int((~ok).sum())
+    finite = float(per_task[ok].mean()) if ok.any() else float("inf")
+    return (finite if n_bad == 0 else float("inf")), finite, n_bad
+
+
+def _tf_curve(kq: torch.Tensor, pv: torch.Tensor, lam: float, ev: Episodes) -> list[tuple[float, float, int]]:
+    st = stack_from_products(kq, pv, n_layers=REPEATS, recurrent=True, dampening=lam)
+    cache: dict[str, torch.Tensor] = {}
+    with torch.no_grad():
+        TransformerLearner(st).predict(ev, cache)
+    n, dx = ev.n_context, ev.dx
+    return [_step_losses(query_loss(-cache[f"layers.{t}.resid_post"][:, n:, dx:], ev.query_y), ev)
+            for t in range(REPEATS)]
+
+
+def _gd_curve(eta: float, ev: Episodes) -> list[tuple[float, float, int]]:
+    x, y = ev.context_x, ev.context_y
+    w = x.new_zeros(ev.batch_size, ev.dy, ev.dx)
+    out = []
+    for _ in range(REPEATS):
+        w = w - eta * (w @ x.transpose(1, 2) - y.transpose(1, 2)) @ x / ev.n_context
+        out.append(_step_losses(query_loss(ev.query_x @ w.transpose(1, 2), ev.query_y), ev))
+    return out
+
+
+@register("oswald-repeat", "the trained layer and GD applied 50 times with dampening lambda (Fig. 1, 10)",
+          "source 000, A.6, Fig. 1, Fig. 10; source 001", quick_minutes=0.3, full_minutes=1.0)
+def repeat(ctx: ExperimentContext) -> None:
+    """Loss after each application, averaged over tasks; a task whose loss overflows counts as diverged
+    (the mean over all tasks is then infinite; the curves show the mean over the other tasks)."""
+    res = one_layer_run(ctx)
+    task = res.config.task
+    ev = eval_tasks(ctx, task)
+    gd = tune_gd(tune_tasks(task), 1)
+    prods = [products(lr.model) for lr in seed_learners(res)]
+    rows, tf_by, gd_by = [], {}, {}
+    for lam in LAMBDAS:
+        tf_by[lam] = [_tf_curve(kq, pv, lam, ev) for kq, pv in prods]
+        gd_by[lam] = _gd_curve(gd.etas[0] * lam, ev)
+        for t in range(REPEATS):
+            for s, c in zip(res.config.seeds, tf_by[lam]):
+                rows.append({"lambda": lam, "step": t + 1, "seed": s, "tf_loss": c[t][0], "tf_loss_finite": c[t][1],
+                             "tf_diverged_tasks": c[t][2], "gd_loss": gd_by[lam][t][0],
+                             "gd_diverged_tasks": gd_by[lam][t][2]})
+    for lam in (0.7, 0.75, 1.0):
+        key = f"lambda_{lam:g}".replace(".", "_")
+        first = [c[0][0] for c in tf_by[lam]]
+        last = [c[-1][0] for c in tf_by[lam]]
+        ratio = max(lt / f for lt, f in zip(last, first))  # worst seed; inf when a task diverged
+        diverged = max(c[-1][2] for c in tf_by[lam])
+        fin = np.mean([[x[1] for x in c] for c in tf_by[lam]], axis=0)
+        gd_fin = np.array([x[1] for x in gd_by[lam]])
+        ctx.result(f"{key}.tf_final_over_first_worst_seed", ratio)
+        ctx.result(f"{key}.tf_diverged_tasks_worst_seed", diverged)
+        ctx.result(f"{key}.gd_final_over_first", gd_by[lam][-1][0] / gd_by[lam][0][0])
+        ctx.result(f"{key}.max_relative_tf_gd_difference", float(np.max(np.abs(fin / gd_fin - 1))))
+        ctx.report(f"repeated {REPEATS} times with dampening lambda = {lam:g} (Fig. 1, 10; blog: 0.7)",
+                   f"TF loss after {REPEATS} / after 1 (worst seed, all {ev.batch_size} tasks): {ratio:.3g}, "
+                   f"diverged tasks {diverged}; GD with eta * lambda: "
+                   f"{gd_by[lam][-1][0] / gd_by[lam][0][0]:.3g}; largest |TF/GD - 1| over the steps "
+                   f"(tasks that did not diverge): {float(np.max(np.abs(fin / gd_fin - 1))):.3g}")
+    fig, axes = subplots(2, width=4.8)
+    steps = np.arange(1, REPEATS + 1)
+    notes = []
+    for lam, style in ((0.75, "-"), (1.0, ":")):
+        bad = max(c[-1][2] for c in tf_by[lam])
+        notes.append(f"lambda={lam:g}: {bad} diverged task(s) of {ev.batch_size} left out")
+        band(axes[0], steps, [[x[1] for x in c] for c in tf_by[lam]], f"TF, lambda={lam:g}", COLORS["tf"],
+             linestyle=style)
+        axes[0].plot(steps, [x[1] for x in gd_by[lam]], color=COLORS["gd"], linestyle=style,
+                     label=f"GD, eta*{lam:g}")
+    axes[0].set_yscale("log")
+    axes[0].set_xlabel("number of applications")
+    axes[0].set_ylabel("loss (mean over tasks)")
+    axes[0].set_title("repeated application\n(" + "; ".join(notes) + ")", fontsize=8)
+    axes[0].legend(fontsize=6, loc="lower left")
+    band(axes[1], LAMBDAS, np.array([[c[-1][1] for c in tf_by[lam]] for lam in LAMBDAS]).T, "TF", COLORS["tf"],
+         marker="o", markersize=3)
+    axes[1].plot(LAMBDAS, [gd_by[lam][-1][1] for lam in LAMBDAS], color=COLORS["gd"], linestyle="--", marker="s",
+                 markersize=3, label="GD")
+    axes[1].set_yscale("log")
+    axes[1].set_xlabel("dampening lambda")
+    axes[1].set_ylabel(f"loss after {REPEATS} applications")
+    axes[1].set_title("dampening sweep")
+    axes[1].legend(fontsize=7)
+    ctx.figure("repeat", fig)
+    ctx.table("repeat", rows)
+
+
+# --------------------------------------------------------------------------------------- deep stacks
+def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes, tag: str) -> dict[str, Any]:
+    tune = tune_tasks(res.config.task)
+    gd, gdpp = tune_gd(tune, steps), tune_gdpp(tune, steps)
+    gd_loss, gdpp_loss = evaluate(gd, ev).mean, evaluate(gdpp, ev).mean
+    rows = []
+    for s, lr in zip(res.config.seeds, seed_learners(res)):
+        a_gd, a_pp = alignment(lr, gd, ev[:2048]), alignment(lr, gdpp, ev[:2048])
+        rows.append({"model": tag, "seed": s, "tf_loss": evaluate(lr, ev).mean, "gd_loss": gd_loss,
+                     "gdpp_loss": gdpp_loss, "pd_gd": a_gd["prediction_difference"].mean,
+                     "pd_gdpp": a_pp["prediction_difference"].mean, "cos_gd": a_gd["sensitivity_cosine"].mean,
+                     "cos_gdpp": a_pp["sensitivity_cosine"].mean})
+    for k in ("tf_loss", "pd_gd", "pd_gdpp", "cos_gd", "cos_gdpp"):
+        ctx.result(f"{tag}.{k}_median", _med([r[k] for r in rows]))
+    ctx.result(f"{tag}.gd_loss", gd_loss)
+    ctx.result(f"{tag}.gdpp_loss", gdpp_loss)
+    ctx.result(f"{tag}.gdpp", gdpp.describe())
+    return {"rows": rows, "gd": gd, "gdpp": gdpp}
+
+
+@register("oswald-deep", "recurrent 2-layer and 5-layer LSA vs GD and GD++ (Fig. 3, 7, 8)",
+          "source 000, sec. 3 'Multiple steps', Fig. 3, A.10", quick_minutes=4.0, full_minutes=25.0)
+def deep(ctx: ExperimentContext) -> None:
+    rec = ctx.train("lsa2rec", train_config(ctx, "lsa2rec", {"n_layers": 2, "recurrent": True}, (4000, 10000),
+                                            reference="gdpp"))
+    five = ctx.train("lsa5", train_config(ctx, "lsa5", {"n_layers": 5, "clip": 10.0}, (3000, 20000), lr=5e-4,
+                                          reference="gdpp"))
+    task = rec.config.task
+    ev = eval_tasks(ctx, task)
+    out_rec = _compare(ctx, rec, 2, ev, "rec2")
+    out_five = _compare(ctx, five, 5, ev, "five")
+    rows = out_rec["rows"] + out_five["rows"]
+    r = ctx.results
+    ctx.report("recurrent 2-layer TF outperforms 2 steps of GD and matches GD++ (Fig. 3)",
+               f"median TF loss {r['rec2.tf_loss_median']:.4f}; GD 2 steps {r['rec2.gd_loss']:.4f}; GD++ "
+               f"{r['rec2.gdpp_loss']:.4f}; prediction difference to GD {r['rec2.pd_gd_median']:.3f} vs to GD++ "
+               f"{r['rec2.pd_gdpp_median']:.3f}; cosine {r['rec2.cos_gd_median']:.4f} vs {r['rec2.cos_gdpp_median']:.4f}")
+    ctx.report("5-layer TF is matched by GD++ with per-layer eta and gamma (Fig. 3)",
+               f"median TF loss {r['five.tf_loss_median']:.4f}; GD 5 steps {r['five.gd_loss']:.4f}; GD++ "
+               f"{r['five.gdpp_loss']:.4f}; prediction difference to GD {r['five.pd_gd_median']:.3f} vs to GD++ "
+               f"{r['five.pd_gdpp_median']:.3f}")
+    fig, axes = subplots(3)
+    for res, tag, color in ((rec, "recurrent 2-layer", COLORS["tf"]), (five, "5-layer", COLORS["other"])):
+        steps, ys = _curves(res, "eval_loss")
+        band(axes[0], steps, ys, tag, color)
+        for ax, key in ((axes[1], "prediction_difference"), (axes[2], "sensitivity_cosine")):
+            steps, ys = _curves(res, key)
+            band(ax, steps, ys, f"{tag} vs GD++", color)
+    for loss, name, style in ((r["rec2.gd_loss"], "GD 2 steps", "--"), (r["rec2.gdpp_loss"], "GD++ 2 steps", ":"),
+                              (r["five.gdpp_loss"], "GD++ 5 steps", "-.")):
+        axes[0].axhline(loss, color=COLORS["gd"] if "GD 2" in name else COLORS["gdpp"], linestyle=style, label=name)
+    axes[0].set_yscale("log")
+    for ax, t, yl in zip(axes, ("loss", "prediction difference to GD++", "sensitivity cosine with GD++"),
+                         ("loss", "||y_TF - y_GD++||", "cosine")):
+        ax.set_title(t)
+        ax.set_xlabel("training step")
+        ax.set_ylabel(yl)
+        ax.legend(fontsize=7)
+    ctx.figure("deep", fig)
+    ctx.table("deep", rows)
+
+
+# ------------------------------------------------------------------------------------------ curvature
+def gamma_of(stack: Stack, dx: int) -> float:
+    """The GD++ gamma a trained one-head block implements: its x-update is about
+    W_PV[x, x] (X X^T) W_KQ[x, x] x = -gamma X X^T x, so gamma = -mean diag(W_PV[x,x]) * mean diag(W_KQ[x,x])."""
+    kq, pv = products(stack)
+    return float(-torch.diagonal(pv)[:dx].mean() * torch.diagonal(kq)[:dx].mean())
+
+
+@register("oswald-curvature", "GD++ curvature correction: Hessian eigenvalues and condition numbers across "
+          "gamma, with gamma read off trained recurrent models (Fig. 13)", "source 000, A.10, Fig. 13",
+          quick_minutes=4.0, full_minutes=10.0)
+def curvature(ctx: ExperimentContext) -> None:
+    rec = ctx.train("lsa2rec", train_config(ctx, "lsa2rec", {"n_layers": 2, "recurrent": True}, (4000, 10000),
+                                            reference="gdpp"))
+    task = rec.config.task
+    ev = task.sample(10_000, make_generator(EVAL_SEED), dtype=torch.float64)
+    lam = torch.linalg.eigvalsh(ev.context_x.transpose(1, 2) @ ev.context_x)  # (B, Dx), of X X^T
+    lam = lam.clamp_min(1e-6)
+    gammas = np.linspace(0.0, 0.2, 41)
+    med = []
+    for g in gammas:
+        f = lam * (1 - g * lam) ** 2
+        med.append(float((f.max(1).values / f.min(1).values.clamp_min(1e-12)).median()))
+    tf_gammas = [gamma_of(lr.model, task.dx) for lr in seed_learners(rec)]
+    g_tf = _med(tf_gammas)
+    f_tf = lam * (1 - g_tf * lam) ** 2
+    kappa0 = lam.max(1).values / lam.min(1).values
+    kappa_tf = f_tf.max(1).values / f_tf.min(1).values.clamp_min(1e-12)
+    ctx.result("gamma_tf_per_seed", tf_gammas)
+    ctx.result("gamma_tf_median", g_tf)
+    ctx.result("gamma_best", float(gammas[int(np.argmin(med))]))
+    ctx.result("median_kappa_ratio_at_gamma_tf", float(kappa_tf.median() / kappa0.median()))
+    ctx.result("lambda_max_p99", float(torch.quantile(lam.max(1).values, 0.99)))
+    ctx.report("trained recurrent TFs choose gamma > 0 that lowers the condition number of the transformed "
+               "Hessian (Fig. 13)", f"gamma read off the trained models {', '.join(f'{g:.4f}' for g in tf_gammas)}"
+               f"; median condition number at the median gamma / untransformed = "
+               f"{ctx.results['median_kappa_ratio_at_gamma_tf']:.3f}; the gamma minimising it: "
+               f"{ctx.results['gamma_best']:.3f}")
+    fig, axes = subplots(3)
+    grid = torch.linspace(0, float(lam.max()), 200, dtype=torch.float64)
+    axes[0].hist(lam.flatten().numpy(), bins=80, density=True, color="lightgrey", label="eigenvalues of X X^T")
+    ax2 = axes[0].twinx()
+    for g in (0.0, 0.05, g_tf, 0.15):
+        ax2.plot(grid, grid * (1 - g * grid) ** 2, label=f"gamma={g:.3f}")
+    ax2.set_ylabel("lambda (1 - gamma lambda)^2")
+    ax2.legend(fontsize=6)
+    axes[0].set_xlabel("eigenvalue lambda")
+    axes[0].set_title("eigenvalue map of GD++")
+    axes[1].plot(gammas, med, color=COLORS["gdpp"])
+    axes[1].axvline(g_tf, color=COLORS["tf"], linestyle="--", label="gamma of trained TFs (median)")
+    axes[1].set_yscale("log")
+    axes[1].set_xlabel("gamma")
+    axes[1].set_ylabel("median condition number")
+    axes[1].set_title("condition number across tasks")
+    axes[1].legend(fontsize=7)
+    bins = np.logspace(0, 4, 60)
+    axes[2].hist(kappa0.clamp_max(1e4).numpy(), bins=bins, alpha=0.6, label="gamma = 0")
+    axes[2].hist(kappa_tf.clamp_max(1e4).numpy(), bins=bins, alpha=0.6, label=f"gamma = {g_tf:.3f}")
+    axes[2].set_xscale("log")
+    axes[2].set_xlabel("condition number")
+    axes[2].set_ylabel("tasks")
+    axes[2].set_title("distribution over 10,000 tasks")
+    axes[2].legend(fontsize=7)
+    ctx.figure("curvature", fig)
+    ctx.table("curvature", [{"gamma": float(g), "median_condition_number": m} for g, m in zip(gammas, med)])
+
+
+# ---------------------------------------------------------------------------------- softmax and LN
+@register("oswald-softmax", "softmax attention with 1 and 2 heads, and LayerNorm, vs one GD step "
+          "(Fig. 11, 12, 14)", "source 000, A.9", quick_minutes=2.5, full_minutes=8.0)
+def softmax_layernorm(ctx: ExperimentContext) -> None:
+    variants = {"softmax, 1 head": {"n_layers": 1, "kernel": "softmax"},
+                "softmax, 2 heads": {"n_layers": 1, "kernel": "softmax", "n_heads": 2},
+                "LayerNorm + LSA": {"n_layers": 1, "layer_norm": True}}
+    keys = {"softmax, 1 head": "softmax1", "softmax, 2 heads": "softmax2", "LayerNorm + LSA": "layernorm"}
+    fig, axes = subplots(2)
+    rows = []
+    gd_loss = None
+    for name, model in variants.items():
+        res = ctx.train(keys[name], train_config(ctx, keys[name], model, (2000, 8000)))
+        task = res.config.task
+        ev = eval_tasks(ctx, task)
+        gd = tune_gd(tune_tasks(task), 1)
+        gd_loss = evaluate(gd, ev).mean
+        losses, coss = [], []
+        for s, lr in zip(res.config.seeds, seed_learners(res)):
+            losses.append(evaluate(lr, ev).mean)
+            coss.append(alignment(lr, gd, ev[:2048])["sensitivity_cosine"].mean)
+            rows.append({"model": name, "seed": s, "loss": losses[-1], "gd_loss": gd_loss,
+                         "loss_over_gd": losses[-1] / gd_loss, "sensitivity_cosine": coss[-1]})
+        ctx.result(f"{keys[name]}.loss_over_gd_median", _med([x / gd_loss for x in losses]))
+        ctx.result(f"{keys[name]}.cosine_median", _med(coss))
+        steps, ys = _curves(res, "eval_loss")
+        band(axes[0], steps, ys, name, {"softmax1": COLORS["tf"], "softmax2": COLORS["other"],
+                                        "layernorm": COLORS["interp"]}[keys[name]])
+        steps, ys = _curves(res, "sensitivity_cosine")
+        band(axes[1], steps, ys, name, {"softmax1": COLORS["tf"], "softmax2": COLORS["other"],
+                                        "layernorm": COLORS["interp"]}[keys[name]])
+    r = ctx.results
+    ctx.report("one softmax head cannot match GD; two heads nearly do (Fig. 11, 12)",
+               f"loss / GD (median over seeds): 1 head {r['softmax1.loss_over_gd_median']:.3f}, 2 heads "
+               f"{r['softmax2.loss_over_gd_median']:.3f}")
+    ctx.report("LayerNorm before attention loses performance against GD (Fig. 14)",
+               f"loss / GD {r['layernorm.loss_over_gd_median']:.3f}, cosine {r['layernorm.cosine_median']:.4f}")
+    axes[0].axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="GD, 1 step")
+    axes[0].set_yscale("log")
+    for ax, t, yl in zip(axes, ("loss", "sensitivity cosine with GD"), ("loss", "cosine")):
+        ax.set_title(t)
+        ax.set_xlabel("training step")
+        ax.set_ylabel(yl)
+        ax.legend(fontsize=7)
+    ctx.figure("softmax_layernorm", fig)
+    ctx.table("softmax_layernorm", rows)

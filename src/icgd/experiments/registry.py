@@ -1,0 +1,152 @@
+"""Experiments: a name, a description, a function of an `ExperimentContext`; registered by name.
+
+An experiment writes into its run directory: tables (CSV), figures (PNG and SVG), `results.json` (the
+measured numbers that claims read) and `report.md` (each measured number beside the paper's statement).
+Trained models are cached (keyed by their full config) and resumed when a run was cut short.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from icgd.train.checkpoint import load_checkpoint
+from icgd.train.config import TrainConfig, build_config, dump_config
+from icgd.train.engine import TrainResult, train
+from icgd.train.rundir import RunDir
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    source: str
+    quick_minutes: float
+    full_minutes: float
+    fn: Callable[["ExperimentContext"], None]
+
+
+_REGISTRY: dict[str, Experiment] = {}
+
+
+def register(name: str, description: str, source: str, quick_minutes: float, full_minutes: float):
+    """Decorator registering `fn(ctx)` as experiment `name`."""
+    def deco(fn: Callable[["ExperimentContext"], None]) -> Callable[["ExperimentContext"], None]:
+        if name in _REGISTRY:
+            raise ValueError(f"experiment {name!r} registered twice")
+        _REGISTRY[name] = Experiment(name, description, source, quick_minutes, full_minutes, fn)
+        return fn
+    return deco
+
+
+def _load_all() -> None:
+    # importing the modules registers their experiments (explicit, on demand; not at package import)
+    from icgd.experiments import oswald  # noqa: F401
+
+
+def experiments() -> dict[str, Experiment]:
+    _load_all()
+    return dict(_REGISTRY)
+
+
+def get_experiment(name: str) -> Experiment:
+    exps = experiments()
+    if name not in exps:
+        raise ValueError(f"unknown experiment {name!r}; `icgd list` shows them: {', '.join(sorted(exps))}")
+    return exps[name]
+
+
+@dataclass
+class ExperimentContext:
+    """Where an experiment writes, and the shared helpers it uses."""
+
+    out: Path
+    cache: Path
+    quick: bool = False
+    seeds: list[int] = field(default_factory=lambda: [0, 1])
+    device: str = "cpu"
+    quiet: bool = True
+    results: dict[str, Any] = field(default_factory=dict)
+    report_lines: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.cache.mkdir(parents=True, exist_ok=True)
+
+    # ----------------------------------------------------------------------------- trained models
+    def train(self, label: str, config: TrainConfig) -> TrainResult:
+        """Train (or reuse, or resume) `config`; cached under cache/<label>-<hash of the config>."""
+        text = dump_config(config)
+        key = hashlib.sha256(text.encode()).hexdigest()[:10]
+        run = self.cache / f"{label}-{key}"
+        summary = run / "summary.json"
+        if summary.is_file() and json.loads(summary.read_text()).get("status") == "completed":
+            return load_run(run)
+        if (run / "config.yaml").is_file():
+            return train(out=run, resume=True, device=self.device, quiet=self.quiet)
+        return train(config, run, device=self.device, quiet=self.quiet)
+
+    # ----------------------------------------------------------------------------------- outputs
+    def table(self, name: str, rows: list[dict[str, Any]]) -> Path:
+        path = self.out / f"{name}.csv"
+        cols: list[str] = []
+        for r in rows:
+            cols += [k for k in r if k not in cols]
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=cols, lineterminator="\n")
+            w.writeheader()
+            w.writerows(rows)
+        return path
+
+    def figure(self, name: str, fig) -> None:
+        import matplotlib.pyplot as plt
+
+        fig.savefig(self.out / f"{name}.png", dpi=150, bbox_inches="tight")
+        fig.savefig(self.out / f"{name}.svg", bbox_inches="tight")
+        plt.close(fig)
+
+    def result(self, key: str, value: Any) -> Any:
+        self.results[key] = value
+        return value
+
+    def report(self, paper: str, measured: str) -> None:
+        self.report_lines.append(f"| {paper} | {measured} |")
+
+    def note(self, text: str) -> None:
+        self.report_lines.append(f"\n{text}\n")
+
+
+def load_run(run: str | Path) -> TrainResult:
+    """A finished training run directory as a TrainResult (weights from its checkpoint)."""
+    rd = RunDir.open(run)
+    config = build_config(rd.read_config())
+    tensors, _ = load_checkpoint(rd.checkpoint)
+    params = {k[len("param."):]: v for k, v in tensors.items() if k.startswith("param.")}
+    summary = json.loads(rd.summary.read_text()) if rd.summary.is_file() else {}
+    return TrainResult(rd.path, summary, config, params)
+
+
+def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, quick: bool = False,
+                   seeds: list[int] | None = None, device: str = "cpu", quiet: bool = True) -> dict[str, Any]:
+    """Run experiment `name` into `out`; returns its results (also in out/results.json)."""
+    exp = get_experiment(name)
+    out = Path(out)
+    ctx = ExperimentContext(out, Path(cache) if cache else out.parent / "_train", quick,
+                            seeds if seeds is not None else ([0, 1] if quick else [0, 1, 2, 3]), device, quiet)
+    t0 = time.perf_counter()
+    torch.set_grad_enabled(True)
+    exp.fn(ctx)
+    seconds = time.perf_counter() - t0
+    ctx.results["seconds"] = round(seconds, 1)
+    (out / "results.json").write_text(json.dumps(ctx.results, indent=2))
+    header = [f"# {exp.name}: {exp.description}", "", f"Source: {exp.source}. Mode: {'quick' if quick else 'full'}; "
+              f"seeds {ctx.seeds}; {seconds:.0f} s.", "", "| the paper | measured here |", "|---|---|"]
+    (out / "report.md").write_text("\n".join(header + ctx.report_lines) + "\n")
+    return ctx.results
