@@ -171,6 +171,19 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from icgd.claims import format_report, verify
+
+    out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{'-quick' if args.quick else ''}"
+    report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=_device(args.device),
+                    quiet=args.quiet or args.json)
+    (out / "claims.json").write_text(json.dumps(report, indent=2))
+    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    return 1 if args.strict and not all(c["passed"] for c in report["claims"]) else 0
+
+
 def _default_config(overrides: list[str]):
     from icgd.train.config import build_config, parse_overrides
 
@@ -226,13 +239,28 @@ def build_parser() -> argparse.ArgumentParser:
                                    "figures (PNG and SVG), results.json and report.md, which puts each "
                                    "measured number beside the paper's statement.")
     r.add_argument("name", help="experiment name (see icgd list)")
-    r.add_argument("--quick", action="store_true", help="short training, fewer tasks and 2 seeds")
+    r.add_argument("--quick", action="store_true", help="short training, fewer tasks, 3 seeds (full: 5)")
     r.add_argument("--seeds", type=_seed_list, default=None, help="a count (4) or a list (0,3,7)")
     r.add_argument("--out", help="run directory (default runs/NAME[-quick])")
     r.add_argument("--cache", help="where trained models are cached (default beside --out)")
     r.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.set_defaults(func=cmd_reproduce)
+
+    v = sub.add_parser("verify", help="check a source's claims: measured value, threshold, PASS/FAIL",
+                       description="Run the experiments a suite needs (models are cached and reused) and print "
+                                   "each claim with its source figure, the measured value, the threshold and "
+                                   "PASS or FAIL. Suites: oswald.")
+    v.add_argument("suite", help="oswald")
+    v.add_argument("--quick", action="store_true", help="short training, fewer tasks, 3 seeds (full: 5)")
+    v.add_argument("--json", action="store_true", help='print {"suite", "claims": [{"id", "claim", "source", '
+                                                        '"measured", "threshold", "passed"}]}')
+    v.add_argument("--seeds", type=_seed_list, default=None, help="a count (4) or a list (0,3,7)")
+    v.add_argument("--out", help="directory of the experiments (default runs/verify-SUITE[-quick])")
+    v.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    v.add_argument("--strict", action="store_true", help="exit with code 1 when a claim fails")
+    v.add_argument("--quiet", action="store_true", help="no progress bars")
+    v.set_defaults(func=cmd_verify)
     return parser
 
 

@@ -1,0 +1,95 @@
+"""Claims: a statement of a source, the experiment that measures it, a number and a threshold.
+
+A claim that does not reproduce is reported as FAIL with its measured number; thresholds are fixed in
+the code with their justification, never tuned to a run.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from icgd.experiments.registry import run_experiment
+
+_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    claim: str
+    source: str
+    experiment: str
+    measure: Callable[[dict[str, Any]], float]
+    op: str
+    threshold: float
+    why: str
+
+    def check(self, results: dict[str, Any]) -> dict[str, Any]:
+        try:
+            measured = float(self.measure(results))
+        except (KeyError, TypeError, ZeroDivisionError) as e:
+            measured = math.nan
+            note = f"not measured ({type(e).__name__}: {e})"
+        else:
+            note = ""
+        passed = bool(not math.isnan(measured) and _OPS[self.op](measured, self.threshold))
+        return {"id": self.id, "claim": self.claim, "source": self.source, "experiment": self.experiment,
+                "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": passed,
+                "why": self.why} | ({"note": note} if note else {})
+
+
+SUITES: dict[str, Callable[[], list[Claim]]] = {}
+
+
+def suite(name: str):
+    def deco(fn: Callable[[], list[Claim]]) -> Callable[[], list[Claim]]:
+        SUITES[name] = fn
+        return fn
+    return deco
+
+
+def _load() -> None:
+    from icgd.claims import oswald  # noqa: F401  (registers its suite)
+
+
+def suite_names() -> list[str]:
+    _load()
+    return sorted(SUITES)
+
+
+def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | None = None, device: str = "cpu",
+           quiet: bool = True) -> dict[str, Any]:
+    """Run every experiment the suite needs (reusing cached models) and check its claims.
+
+    Returns {"suite", "quick", "seconds", "claims": [{"id", "claim", "source", "measured", "threshold",
+    "passed", ...}]}."""
+    _load()
+    if name not in SUITES:
+        raise ValueError(f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
+    claims = SUITES[name]()
+    out = Path(out)
+    t0 = time.perf_counter()
+    results: dict[str, Any] = {}
+    for exp in dict.fromkeys(c.experiment for c in claims):
+        results[exp] = run_experiment(exp, out / exp, out / "_train", quick=quick, seeds=seeds, device=device,
+                                      quiet=quiet)
+    return {"suite": name, "quick": quick, "seconds": round(time.perf_counter() - t0, 1),
+            "claims": [c.check(results) for c in claims]}
+
+
+def format_report(report: dict[str, Any]) -> str:
+    rows = [("claim", "source", "measured", "threshold", "result")]
+    for c in report["claims"]:
+        rows.append((f"{c['id']}: {c['claim']}", c["source"], f"{c['measured']:.4g}", c["threshold"],
+                     "PASS" if c["passed"] else "FAIL"))
+    widths = [min(max(len(r[i]) for r in rows), 90) for i in range(5)]
+    lines = ["  ".join(str(v)[:w].ljust(w) for v, w in zip(r, widths)) for r in rows]
+    n_pass = sum(c["passed"] for c in report["claims"])
+    lines.append(f"\n{n_pass} passed, {len(report['claims']) - n_pass} failed "
+                 f"({'quick' if report['quick'] else 'full'} mode, {report['seconds']} s)")
+    return "\n".join(lines)

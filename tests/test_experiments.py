@@ -1,0 +1,97 @@
+"""The experiment and claim machinery (the studies themselves run with `icgd verify`, not in the tests)."""
+
+import json
+
+import pytest
+import torch
+
+from icgd import make_generator
+from icgd.claims.base import SUITES, Claim, format_report, suite, verify
+from icgd.cli import main
+from icgd.constructions import gd_construction
+from icgd.experiments import oswald
+from icgd.experiments.registry import ExperimentContext, experiments, get_experiment, register
+from icgd.learners import GD, TransformerLearner
+from icgd.tasks import LinearRegression
+from icgd.train.config import build_config
+
+
+def test_registry_lists_every_oswald_experiment():
+    names = set(experiments())
+    assert {"oswald-1layer", "oswald-interpolation", "oswald-ood", "oswald-repeat", "oswald-deep",
+            "oswald-curvature", "oswald-softmax"} <= names
+    with pytest.raises(ValueError, match="unknown experiment"):
+        get_experiment("oswald-nope")
+
+
+def test_products_round_trip_and_rescaling_invariance():
+    ep = LinearRegression(dx=4, n_context=6).sample(50, make_generator(0), dtype=torch.float64)
+    st = gd_construction(4, 1, 6, 0.8).build()
+    kq, pv = oswald.products(st)
+    same = TransformerLearner(oswald.stack_from_products(kq, pv))
+    torch.testing.assert_close(same.predict(ep), GD(0.8).predict(ep))
+    kq_r, pv_r, beta = oswald.rescaled(3.0 * kq, pv / 3.0, 4)
+    assert beta == pytest.approx(3.0)
+    torch.testing.assert_close(kq_r, kq)
+    torch.testing.assert_close(TransformerLearner(oswald.stack_from_products(kq_r, pv_r)).predict(ep),
+                               GD(0.8).predict(ep))
+
+
+def test_gamma_is_read_off_a_gdpp_layer():
+    st = gd_construction(5, 1, 10, 0.5, gammas=0.07).build()
+    assert oswald.gamma_of(st, 5) == pytest.approx(0.07)
+
+
+def test_claim_check_pass_fail_and_missing():
+    c = Claim("x", "a claim", "Fig. 0", "exp", lambda r: r["exp"]["v"], "<", 1.0, "because")
+    assert c.check({"exp": {"v": 0.5}})["passed"] is True
+    assert c.check({"exp": {"v": 2.0}})["passed"] is False
+    missing = c.check({"exp": {}})
+    assert missing["passed"] is False and "not measured" in missing["note"]
+    inf = Claim("y", "diverges", "Fig. 0", "exp", lambda r: r["exp"]["v"], "<", 1.0, "")
+    assert inf.check({"exp": {"v": float("inf")}})["passed"] is False
+
+
+@register("test-tiny", "a tiny experiment for the tests", "tests", 0.1, 0.1)
+def _tiny(ctx: ExperimentContext) -> None:
+    cfg = build_config({"name": "tiny", "steps": 20, "batch_size": 32, "seeds": ctx.seeds,
+                        "eval": {"every": 10, "n_tasks": 64, "n_tune": 64, "alignment_tasks": 16}})
+    res = ctx.train("tiny", cfg)
+    ctx.result("final", res.summary["seeds"][0]["final_eval_loss"])
+    ctx.result("train_dir", str(res.run_dir))
+    ctx.report("a statement", f"{ctx.results['final']:.3f}")
+
+
+@suite("test-suite")
+def _tiny_suite():
+    return [Claim("finite", "the tiny loss is finite", "tests", "test-tiny", lambda r: r["test-tiny"]["final"],
+                  "<", 1e9, "any finite loss")]
+
+
+def test_verify_runs_experiments_caches_models_and_reports(tmp_path, capsys):
+    rep = verify("test-suite", tmp_path, quick=True, seeds=[0])
+    assert rep["suite"] == "test-suite" and rep["claims"][0]["passed"]
+    first = json.loads((tmp_path / "test-tiny" / "results.json").read_text())
+    assert "| a statement |" in (tmp_path / "test-tiny" / "report.md").read_text()
+    ckpt = tmp_path / "_train" / first["train_dir"].split("/")[-1] / "checkpoint.safetensors"
+    stamp = ckpt.stat().st_mtime_ns
+    verify("test-suite", tmp_path, quick=True, seeds=[0])  # cached: not trained again
+    assert ckpt.stat().st_mtime_ns == stamp
+    assert "1 passed, 0 failed" in format_report(rep)
+    assert main(["verify", "test-suite", "--quick", "--seeds", "1", "--json", "--out", str(tmp_path / "v")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["claims"][0]) >= {"id", "claim", "source", "measured", "threshold", "passed"}
+
+
+def test_cli_list_and_bad_names(capsys):
+    assert main(["list"]) == 0
+    assert "oswald-repeat" in capsys.readouterr().out
+    assert main(["reproduce", "no-such-thing"]) == 2
+    assert "unknown experiment" in capsys.readouterr().err
+    assert main(["verify", "no-such-suite"]) == 2
+    assert main(["reproduce", "oswald-ood", "--seeds", "0,0"]) == 2
+
+
+def test_suites_are_registered():
+    from icgd.claims.base import suite_names
+    assert "oswald" in suite_names() and len(SUITES["oswald"]()) >= 15
