@@ -22,16 +22,17 @@ def subplots(n: int = 1, width: float = 4.2, height: float = 3.2, **kw):
     return fig, list(axes[0])
 
 
-def band(ax, x: Sequence[float], ys: np.ndarray | Sequence[Sequence[float]], label: str, color: str,
+def band(ax, x: Sequence[float], ys: np.ndarray | Sequence[Sequence[float]], label: str, color: str | None,
          **kw) -> None:
-    """Mean over the first axis of `ys` (seeds x points) with a +- std band."""
+    """Mean over the first axis of `ys` (seeds x points) with a +- std band (color None: the next one)."""
     ys = np.asarray(ys, dtype=float)
     if ys.ndim == 1:
         ys = ys[None]
     m, s = ys.mean(0), ys.std(0)
-    ax.plot(x, m, color=color, label=label + (f" (mean of {ys.shape[0]} seeds)" if ys.shape[0] > 1 else ""), **kw)
+    (line,) = ax.plot(x, m, color=color, label=label + (f" (mean of {ys.shape[0]} seeds)" if ys.shape[0] > 1 else ""),
+                      **kw)
     if ys.shape[0] > 1:
-        ax.fill_between(x, m - s, m + s, color=color, alpha=0.2, linewidth=0)
+        ax.fill_between(x, m - s, m + s, color=line.get_color(), alpha=0.2, linewidth=0)
 
 
 def heatmap(ax, m: np.ndarray, title: str, vmax: float | None = None) -> None:

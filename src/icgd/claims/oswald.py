@@ -62,6 +62,17 @@ def claims() -> list[Claim]:
               "Fig. 11, 12", "oswald-softmax",
               lambda r: r["oswald-softmax"]["softmax2.loss_over_gd_median"]
               / r["oswald-softmax"]["softmax1.loss_over_gd_median"], "<", 1.0, "median seed"),
+        Claim("two-heads-stabilise", "two heads make the slowest seed's phase transition earlier than one head "
+              "(ratio of the slowest seeds' transition steps)", "Fig. 15", "oswald-phase",
+              lambda r: r["oswald-phase"]["h2.slowest_transition"] / r["oswald-phase"]["h1.slowest_transition"],
+              "<", 1.0, "the paper: two heads mitigate the seed-dependent instabilities"),
+        Claim("fixed-data-more-is-better", "held-out loss with 8192 training tasks below that with 128 (ratio)",
+              "Fig. 16", "oswald-fixed-data",
+              lambda r: r["oswald-fixed-data"]["size_8192.loss_over_gd_median"]
+              / r["oswald-fixed-data"]["size_128.loss_over_gd_median"], "<", 1.0, "median seed"),
+        Claim("fixed-data-8192", "with 8192 training tasks the held-out loss is within 5% of GD", "Fig. 16",
+              "oswald-fixed-data", lambda r: r["oswald-fixed-data"]["size_8192.loss_over_gd_median"], "<", 1.05,
+              "the paper's 8192-task curve reaches GD; 5% for the reduced training"),
         Claim("layernorm-worse", "LayerNorm before attention loses performance against GD (loss / GD)", "Fig. 14",
               "oswald-softmax", lambda r: r["oswald-softmax"]["layernorm.loss_over_gd_median"], ">", 1.01,
               "worse by more than 1%"),

@@ -556,3 +556,78 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
         ax.legend(fontsize=7)
     ctx.figure("softmax_layernorm", fig)
     ctx.table("softmax_layernorm", rows)
+
+
+# ------------------------------------------------------------------------------- phase transitions
+def _transition(steps: list[int], losses: np.ndarray, refs: np.ndarray) -> float:
+    """First evaluated step with loss within 5% of the reference (inf when never)."""
+    hit = np.nonzero(losses <= 1.05 * refs)[0]
+    return float(steps[hit[0]]) if len(hit) else float("inf")
+
+
+@register("oswald-phase", "seed-dependent phase transitions of training, 1 vs 2 heads (Fig. 15)",
+          "source 000, A.11, Fig. 15", quick_minutes=1.5, full_minutes=4.0)
+def phase(ctx: ExperimentContext) -> None:
+    seeds = list(range(max(len(ctx.seeds), 4 if ctx.quick else 8)))
+    fig, axes = subplots(2, sharey=True)
+    rows = []
+    for ax, heads in zip(axes, (1, 2)):
+        cfg = train_config(ctx, f"phase-h{heads}", {"n_layers": 1, "n_heads": heads}, (1500, 3000))
+        cfg = cfg.model_copy(update={"seeds": seeds, "eval": cfg.eval.model_copy(update={"every": 25})})
+        res = ctx.train(f"phase-h{heads}", cfg)
+        steps, ys = _curves(res, "eval_loss")
+        _, ref = _curves(res, "reference_loss")
+        trans = [_transition(steps, y, r) for y, r in zip(ys, ref)]
+        for s, y, t in zip(seeds, ys, trans):
+            ax.plot(steps, y, linewidth=1, label=f"seed {s}")
+            rows.append({"heads": heads, "seed": s, "transition_step": t})
+        ax.plot(steps, ref[0], color=COLORS["gd"], linestyle="--", label="GD")
+        ax.set_yscale("log")
+        ax.set_title(f"{heads} head{'s' if heads > 1 else ''}: held-out loss per seed")
+        ax.set_xlabel("training step")
+        ax.set_ylabel("loss")
+        ax.legend(fontsize=6, ncol=2)
+        ctx.result(f"h{heads}.transition_steps", trans)
+        ctx.result(f"h{heads}.slowest_transition", max(trans))
+        ctx.report(f"{heads} head(s): training loss drops to GD at a seed-dependent step (Fig. 15)",
+                   "first step within 5% of GD per seed: " + ", ".join(f"{t:g}" for t in trans))
+    ctx.figure("phase", fig)
+    ctx.table("phase", rows)
+
+
+# ------------------------------------------------------------------------------- fixed training sets
+@register("oswald-fixed-data", "training on a fixed set of 128 to 8192 tasks (Fig. 16)",
+          "source 000, A.12, Fig. 16", quick_minutes=1.0, full_minutes=3.0)
+def fixed_data(ctx: ExperimentContext) -> None:
+    sizes = [128, 512, 2048, 8192]
+    ev = None
+    rows, ratios = [], {}
+    fig, axes = subplots(2)
+    for m in sizes:
+        cfg = train_config(ctx, f"fixed-{m}", {"n_layers": 1}, (1500, 5000), train_set_size=m,
+                           batch_size=min(2048, m))
+        res = ctx.train(f"fixed-{m}", cfg)
+        task = res.config.task
+        ev = eval_tasks(ctx, task) if ev is None else ev
+        gd_loss = evaluate(tune_gd(tune_tasks(task), 1), ev).mean
+        losses = [evaluate(lr, ev).mean for lr in seed_learners(res)]
+        ratios[m] = _med([x / gd_loss for x in losses])
+        for s, x in zip(res.config.seeds, losses):
+            rows.append({"train_set_size": m, "seed": s, "held_out_loss": x, "gd_loss": gd_loss,
+                         "loss_over_gd": x / gd_loss})
+        steps, ys = _curves(res, "eval_loss")
+        band(axes[0], steps, ys, f"{m} tasks", None)
+        _, tr = _curves(res, "train_loss")
+        band(axes[1], steps, tr, f"{m} tasks", None)
+        ctx.result(f"size_{m}.loss_over_gd_median", ratios[m])
+    axes[0].axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="GD")
+    for ax, t in zip(axes, ("held-out loss", "training loss (on the fixed set)")):
+        ax.set_yscale("log")
+        ax.set_xlabel("training step")
+        ax.set_ylabel("loss")
+        ax.set_title(t)
+        ax.legend(fontsize=7)
+    ctx.figure("fixed_data", fig)
+    ctx.table("fixed_data", rows)
+    ctx.report("with few training tasks the LSA overfits; with more it approaches GD (Fig. 16)",
+               "held-out loss / GD (median seed): " + ", ".join(f"{m} tasks {ratios[m]:.3f}" for m in sizes))
