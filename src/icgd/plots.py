@@ -23,15 +23,21 @@ def subplots(n: int = 1, width: float = 4.2, height: float = 3.2, **kw):
 
 
 def band(ax, x: Sequence[float], ys: np.ndarray | Sequence[Sequence[float]], label: str, color: str | None,
-         **kw) -> None:
-    """Mean over the first axis of `ys` (seeds x points) with a +- std band (color None: the next one)."""
+         per_seed: bool = False, **kw) -> None:
+    """Mean over the first axis of `ys` (seeds x points) with a +- std band (color None: the next one).
+
+    per_seed: draw every seed as a thin line instead of the band (for seeds that train very differently,
+    e.g. one still on its plateau, where mean +- std would hide what happens)."""
     ys = np.asarray(ys, dtype=float)
     if ys.ndim == 1:
         ys = ys[None]
     m, s = ys.mean(0), ys.std(0)
     (line,) = ax.plot(x, m, color=color, label=label + (f" (mean of {ys.shape[0]} seeds)" if ys.shape[0] > 1 else ""),
                       **kw)
-    if ys.shape[0] > 1:
+    if ys.shape[0] > 1 and per_seed:
+        for y in ys:
+            ax.plot(x, y, color=line.get_color(), alpha=0.35, linewidth=0.7)
+    elif ys.shape[0] > 1:
         ax.fill_between(x, m - s, m + s, color=line.get_color(), alpha=0.2, linewidth=0)
 
 

@@ -425,10 +425,10 @@ def deep(ctx: ExperimentContext) -> None:
     fig, axes = subplots(3)
     for res, tag, color in ((rec, "recurrent 2-layer", COLORS["tf"]), (five, "5-layer", COLORS["other"])):
         steps, ys = _curves(res, "eval_loss")
-        band(axes[0], steps, ys, tag, color)
+        band(axes[0], steps, ys, tag, color, per_seed=True)
         for ax, key in ((axes[1], "prediction_difference"), (axes[2], "sensitivity_cosine")):
             steps, ys = _curves(res, key)
-            band(ax, steps, ys, f"{tag} vs GD++", color)
+            band(ax, steps, ys, f"{tag} vs GD++", color, per_seed=True)
     for loss, name, style in ((r["rec2.gd_loss"], "GD 2 steps", "--"), (r["rec2.gdpp_loss"], "GD++ 2 steps", ":"),
                               (r["five.gdpp_loss"], "GD++ 5 steps", "-.")):
         axes[0].axhline(loss, color=COLORS["gd"] if "GD 2" in name else COLORS["gdpp"], linestyle=style, label=name)
@@ -535,12 +535,10 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
                          "loss_over_gd": losses[-1] / gd_loss, "sensitivity_cosine": coss[-1]})
         ctx.result(f"{keys[name]}.loss_over_gd_median", _med([x / gd_loss for x in losses]))
         ctx.result(f"{keys[name]}.cosine_median", _med(coss))
-        steps, ys = _curves(res, "eval_loss")
-        band(axes[0], steps, ys, name, {"softmax1": COLORS["tf"], "softmax2": COLORS["other"],
-                                        "layernorm": COLORS["interp"]}[keys[name]])
-        steps, ys = _curves(res, "sensitivity_cosine")
-        band(axes[1], steps, ys, name, {"softmax1": COLORS["tf"], "softmax2": COLORS["other"],
-                                        "layernorm": COLORS["interp"]}[keys[name]])
+        color = {"softmax1": COLORS["tf"], "softmax2": COLORS["other"], "layernorm": COLORS["interp"]}[keys[name]]
+        for ax, key in ((axes[0], "eval_loss"), (axes[1], "sensitivity_cosine")):
+            steps, ys = _curves(res, key)
+            band(ax, steps, ys, name, color, per_seed=True)
     r = ctx.results
     ctx.report("one softmax head cannot match GD; two heads nearly do (Fig. 11, 12)",
                f"loss / GD (median over seeds): 1 head {r['softmax1.loss_over_gd_median']:.3f}, 2 heads "
