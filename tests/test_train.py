@@ -1,7 +1,6 @@
 """The training engine: fused path = generic path, batched seeds = separate seeds, resume, errors."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -11,7 +10,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from icgd import make_generator
 from icgd.cli import main
 from icgd.train import ConfigError, TrainConfig, TrainingDiverged, load_config, train
 from icgd.train.checkpoint import CheckpointError, load_checkpoint

@@ -15,7 +15,6 @@ import torch
 from icgd.constructions import gd_weights
 from icgd.episodes import Episodes, make_generator
 from icgd.experiments.registry import ExperimentContext, register
-from icgd.learners.explicit import GD, GDPlusPlus
 from icgd.learners.transformer import TransformerLearner
 from icgd.learners.tuning import tune_gd, tune_gdpp
 from icgd.metrics import alignment, evaluate, query_loss
@@ -23,7 +22,6 @@ from icgd.nn.attention import AttentionConfig
 from icgd.nn.stack import Stack, StackConfig
 from icgd.plots import COLORS, band, heatmap, subplots
 from icgd.tasks.linear import LinearRegression
-from icgd.tokens import ConcatTokens
 from icgd.train.config import TrainConfig, build_config
 from icgd.train.engine import TrainResult
 
@@ -629,3 +627,65 @@ def fixed_data(ctx: ExperimentContext) -> None:
     ctx.table("fixed_data", rows)
     ctx.report("with few training tasks the LSA overfits; with more it approaches GD (Fig. 16)",
                "held-out loss / GD (median seed): " + ", ".join(f"{m} tasks {ratios[m]:.3f}" for m in sizes))
+
+
+# --------------------------------------------------------------------------------------- depths 2-4
+@register("oswald-depth", "recurrent and separate-layer LSA stacks of depth 2 to 4, and 2 layers with 4 heads "
+          "and MLPs, vs GD and GD++ (Fig. 7, 8)", "source 000, A.5, Fig. 7, 8", quick_minutes=5.0, full_minutes=25.0)
+def depth(ctx: ExperimentContext) -> None:
+    variants = {f"{'recurrent' if rec else 'layers'}-{k}": ({"n_layers": k, "recurrent": rec}, k)
+                for rec in (True, False) for k in (2, 3, 4)}
+    variants["layers-2-heads4-mlp"] = ({"n_layers": 2, "n_heads": 4, "mlp": True}, 2)
+    ev = None
+    rows, summary = [], {}
+    refs: dict[int, tuple[float, float, Any, Any]] = {}
+    for name, (model, k) in variants.items():
+        res = ctx.train(f"depth-{name}", train_config(ctx, f"depth-{name}", model, (2000, 10000)))
+        task = res.config.task
+        ev = eval_tasks(ctx, task) if ev is None else ev
+        if k not in refs:
+            tune = tune_tasks(task)
+            gd, gdpp = tune_gd(tune, k), tune_gdpp(tune, k)
+            refs[k] = (evaluate(gd, ev).mean, evaluate(gdpp, ev).mean, gd, gdpp)
+        gd_loss, gdpp_loss, gd, gdpp = refs[k]
+        per = []
+        for s, lr in zip(res.config.seeds, seed_learners(res)):
+            a_gd, a_pp = alignment(lr, gd, ev[:2048]), alignment(lr, gdpp, ev[:2048])
+            per.append({"model": name, "depth": k, "seed": s, "tf_loss": evaluate(lr, ev).mean, "gd_loss": gd_loss,
+                        "gdpp_loss": gdpp_loss, "pd_gd": a_gd["prediction_difference"].mean,
+                        "pd_gdpp": a_pp["prediction_difference"].mean})
+        rows += per
+        summary[name] = {key: _med([r[key] for r in per]) for key in ("tf_loss", "pd_gd", "pd_gdpp")}
+        for key, v in summary[name].items():
+            ctx.result(f"{name}.{key}_median", v)
+        ctx.result(f"{name}.tf_over_gd", summary[name]["tf_loss"] / gd_loss)
+    for k, (g, gp, _, _) in refs.items():
+        ctx.result(f"gd_{k}_loss", g)
+        ctx.result(f"gdpp_{k}_loss", gp)
+    ctx.result("max_tf_over_gd_depths_2_4", max(ctx.results[f"{n}.tf_over_gd"] for n in variants))
+    ctx.report("deep LSA stacks outperform GD with as many steps, at every depth (Fig. 7, 8)",
+               "TF / GD (median seed): " + ", ".join(f"{n} {ctx.results[n + '.tf_over_gd']:.3f}" for n in variants))
+    ctx.report("and are described by GD++ (Fig. 7, 8)", "prediction difference to GD++ vs to GD: " + ", ".join(
+        f"{n} {summary[n]['pd_gdpp']:.3f} vs {summary[n]['pd_gd']:.3f}" for n in variants))
+    fig, axes = subplots(2)
+    ks = [2, 3, 4]
+    for rec, color, label in ((True, COLORS["tf"], "recurrent TF"), (False, COLORS["other"], "TF, separate layers")):
+        names = [f"{'recurrent' if rec else 'layers'}-{k}" for k in ks]
+        axes[0].plot(ks, [summary[n]["tf_loss"] for n in names], marker="o", color=color, label=label)
+        axes[1].plot(ks, [summary[n]["pd_gdpp"] for n in names], marker="o", color=color, label=f"{label} vs GD++")
+        axes[1].plot(ks, [summary[n]["pd_gd"] for n in names], marker="o", color=color, linestyle=":",
+                     label=f"{label} vs GD")
+    axes[0].plot([2], [summary["layers-2-heads4-mlp"]["tf_loss"]], marker="*", markersize=10, linestyle="",
+                 color=COLORS["interp"], label="2 layers, 4 heads, MLP")
+    axes[0].plot(ks, [refs[k][0] for k in ks], color=COLORS["gd"], linestyle="--", marker="s", label="GD")
+    axes[0].plot(ks, [refs[k][1] for k in ks], color=COLORS["gdpp"], linestyle="--", marker="s", label="GD++")
+    axes[0].set_yscale("log")
+    for ax, t, yl in zip(axes, ("held-out loss (median seed)", "prediction difference (median seed)"),
+                         ("loss", "||y_TF - y_ref||")):
+        ax.set_xticks(ks)
+        ax.set_xlabel("depth (layers or steps)")
+        ax.set_ylabel(yl)
+        ax.set_title(t)
+        ax.legend(fontsize=7)
+    ctx.figure("depth", fig)
+    ctx.table("depth", rows)

@@ -13,7 +13,6 @@ summary.json.
 from __future__ import annotations
 
 import math
-import os
 import platform
 import signal
 import sys
@@ -38,7 +37,7 @@ from icgd.tokens import ConcatTokens
 from icgd.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from icgd.train.config import TrainConfig, build_config, dump_config
 from icgd.train.fast import fast_supported, lsa_losses
-from icgd.train.rundir import METRIC_COLUMNS, RunDir, RunDirError
+from icgd.train.rundir import METRIC_COLUMNS, RunDir
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
