@@ -500,7 +500,7 @@ def curvature(ctx: ExperimentContext) -> None:
     axes[2].hist(kappa0.clamp_max(1e4).numpy(), bins=bins, alpha=0.6, label="gamma = 0")
     axes[2].hist(kappa_tf.clamp_max(1e4).numpy(), bins=bins, alpha=0.6, label=f"gamma = {g_tf:.3f}")
     axes[2].set_xscale("log")
-    axes[2].set_xlabel("condition number")
+    axes[2].set_xlabel("condition number (values above 10^4 counted at 10^4)")
     axes[2].set_ylabel("tasks")
     axes[2].set_title("distribution over 10,000 tasks")
     axes[2].legend(fontsize=7)
