@@ -190,6 +190,15 @@ def _default_config(overrides: list[str]):
     return build_config(parse_overrides(overrides))
 
 
+def _add_study_options(p: argparse.ArgumentParser, out_help: str) -> None:
+    """Options shared by `reproduce` and `verify`."""
+    p.add_argument("--quick", action="store_true", help="short training, fewer tasks, 3 seeds (full: 5)")
+    p.add_argument("--seeds", type=_seed_list, default=None, help="a count (4) or a list (0,3,7)")
+    p.add_argument("--out", help=out_help)
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from icgd.tasks.linear import LinearRegression
 
@@ -239,12 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "figures (PNG and SVG), results.json and report.md, which puts each "
                                    "measured number beside the paper's statement.")
     r.add_argument("name", help="experiment name (see icgd list)")
-    r.add_argument("--quick", action="store_true", help="short training, fewer tasks, 3 seeds (full: 5)")
-    r.add_argument("--seeds", type=_seed_list, default=None, help="a count (4) or a list (0,3,7)")
-    r.add_argument("--out", help="run directory (default runs/NAME[-quick])")
+    _add_study_options(r, "run directory (default runs/NAME[-quick])")
     r.add_argument("--cache", help="where trained models are cached (default beside --out)")
-    r.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
-    r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.set_defaults(func=cmd_reproduce)
 
     v = sub.add_parser("verify", help="check a source's claims: measured value, threshold, PASS/FAIL",
@@ -252,14 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "each claim with its source figure, the measured value, the threshold and "
                                    "PASS or FAIL. Suites: oswald.")
     v.add_argument("suite", help="oswald")
-    v.add_argument("--quick", action="store_true", help="short training, fewer tasks, 3 seeds (full: 5)")
+    _add_study_options(v, "directory of the experiments (default runs/verify-SUITE[-quick])")
     v.add_argument("--json", action="store_true", help='print {"suite", "claims": [{"id", "claim", "source", '
                                                         '"measured", "threshold", "passed"}]}')
-    v.add_argument("--seeds", type=_seed_list, default=None, help="a count (4) or a list (0,3,7)")
-    v.add_argument("--out", help="directory of the experiments (default runs/verify-SUITE[-quick])")
-    v.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     v.add_argument("--strict", action="store_true", help="exit with code 1 when a claim fails")
-    v.add_argument("--quiet", action="store_true", help="no progress bars")
     v.set_defaults(func=cmd_verify)
     return parser
 

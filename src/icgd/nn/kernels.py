@@ -8,9 +8,10 @@ A kernel marked `normalized` is normalised over the keys (softmax); the others a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Annotated, Callable
 
 import torch
+from pydantic import AfterValidator
 from torch import Tensor
 
 KernelFn = Callable[[Tensor, Tensor, Tensor, dict], Tensor]
@@ -56,6 +57,16 @@ def get_kernel(name: str) -> Kernel:
 
 def kernel_names() -> list[str]:
     return sorted(_REGISTRY)
+
+
+def check_kernel_name(name: str) -> str:
+    """`name` if it is a registered kernel (for config validators), else ValueError listing the known ones."""
+    get_kernel(name)
+    return name
+
+
+#: a kernel name in a validated config
+KernelName = Annotated[str, AfterValidator(check_kernel_name)]
 
 
 def _p(params: Tensor, i: int) -> Tensor:

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
-from safetensors import safe_open
 
 
 class CheckpointError(RuntimeError):
