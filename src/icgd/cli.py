@@ -21,14 +21,6 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
-def _pydantic_message(err: pydantic.ValidationError) -> str:
-    parts = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "config"
-        parts.append(f"{loc}={e.get('input')!r}: {e['msg']}")
-    return "invalid options: " + "; ".join(parts)
-
-
 def _add_model_options(p: argparse.ArgumentParser, model: type[pydantic.BaseModel], skip: set[str]) -> None:
     """One --option per field of a pydantic model (validation stays with the model)."""
     group = p.add_argument_group("task options")
@@ -277,7 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except pydantic.ValidationError as e:
-        print(f"error: {_pydantic_message(e)}", file=sys.stderr)
+        from icgd.train.config import validation_message
+
+        print(f"error: {validation_message(e, 'invalid options')}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - map the library's errors to exit codes, one line each
         from icgd.train.checkpoint import CheckpointError

@@ -171,7 +171,7 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def validation_message(err: ValidationError) -> str:
+def validation_message(err: ValidationError, prefix: str = "invalid config") -> str:
     """One line naming each bad key and its value."""
     parts = []
     for e in err.errors():
@@ -179,7 +179,7 @@ def validation_message(err: ValidationError) -> str:
         inp = e.get("input")
         shown = "" if isinstance(inp, dict) else f"={inp!r}"
         parts.append(f"{loc}{shown}: {e['msg']}")
-    return "invalid config: " + "; ".join(parts)
+    return f"{prefix}: " + "; ".join(parts)
 
 
 def build_config(raw: dict[str, Any]) -> TrainConfig:
