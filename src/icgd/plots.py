@@ -48,3 +48,14 @@ def heatmap(ax, m: np.ndarray, title: str, vmax: float | None = None) -> None:
     ax.set_xticks([])
     ax.set_yticks([])
     ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+
+
+def label_axes(axes, titles: Sequence[str], ylabels: Sequence[str], xlabel: str = "training step",
+               legend: bool = True) -> None:
+    """Title, axis labels and legend for each axis in turn."""
+    for ax, title, ylabel in zip(axes, titles, ylabels):
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if legend:
+            ax.legend(fontsize=7)

@@ -20,7 +20,7 @@ from icgd.learners.tuning import tune_gd, tune_gdpp
 from icgd.metrics import alignment, evaluate, query_loss
 from icgd.nn.attention import AttentionConfig
 from icgd.nn.stack import Stack, StackConfig
-from icgd.plots import COLORS, band, heatmap, subplots
+from icgd.plots import COLORS, band, heatmap, label_axes, subplots
 from icgd.tasks.linear import LinearRegression
 from icgd.train.config import TrainConfig, build_config
 from icgd.train.engine import TrainResult
@@ -47,6 +47,12 @@ def eval_tasks(ctx: ExperimentContext, task: LinearRegression, seed: int = EVAL_
 
 def tune_tasks(task: LinearRegression) -> Episodes:
     return task.sample(10_000, make_generator(TUNE_SEED), dtype=torch.float64)
+
+
+def curve_tasks(res: TrainResult) -> Episodes:
+    """The held-out tasks behind a training run's curves (metrics.csv), for reference lines drawn on them."""
+    c = res.config
+    return c.task.sample(c.eval.n_tasks, make_generator(c.eval.seed), dtype=torch.float64)
 
 
 def seed_learners(res: TrainResult) -> list[TransformerLearner]:
@@ -175,12 +181,8 @@ def one_layer(ctx: ExperimentContext) -> None:
             heatmap(wax[3], pv_gd.numpy(), "GD construction P W_V", vmax)
             wfig.suptitle(f"seed {res.config.seeds[0]}, x ~ U(-1, 1): trained products beside Prop. 1")
             ctx.figure("weights", wfig)
-    for ax, title, ylab in zip(axes, ("loss", "prediction difference", "sensitivity cosine", "sensitivity L2"),
-                               ("0.5 squared error", "||y_TF - y_GD||", "cosine", "L2 distance")):
-        ax.set_title(title)
-        ax.set_xlabel("training step")
-        ax.set_ylabel(ylab)
-        ax.legend(fontsize=7)
+    label_axes(axes, ("loss", "prediction difference", "sensitivity cosine", "sensitivity L2"),
+               ("0.5 squared error", "||y_TF - y_GD||", "cosine", "L2 distance"))
     axes[0].set_yscale("log")
     fig.suptitle("one trained LSA layer vs one GD step (held-out tasks)")
     ctx.figure("training", fig)
@@ -427,16 +429,14 @@ def deep(ctx: ExperimentContext) -> None:
         for ax, key in ((axes[1], "prediction_difference"), (axes[2], "sensitivity_cosine")):
             steps, ys = _curves(res, key)
             band(ax, steps, ys, f"{tag} vs GD++", color, per_seed=True)
-    for loss, name, style in ((r["rec2.gd_loss"], "GD 2 steps", "--"), (r["rec2.gdpp_loss"], "GD++ 2 steps", ":"),
-                              (r["five.gdpp_loss"], "GD++ 5 steps", "-.")):
-        axes[0].axhline(loss, color=COLORS["gd"] if "GD 2" in name else COLORS["gdpp"], linestyle=style, label=name)
+    on_curves = curve_tasks(rec)  # the same held-out tasks for both runs (same eval config)
+    for learner, name, style in ((out_rec["gd"], "GD 2 steps", "--"), (out_rec["gdpp"], "GD++ 2 steps", ":"),
+                                 (out_five["gdpp"], "GD++ 5 steps", "-.")):
+        axes[0].axhline(evaluate(learner, on_curves).mean, color=COLORS["gd"] if "GD 2" in name else COLORS["gdpp"],
+                        linestyle=style, label=name)
     axes[0].set_yscale("log")
-    for ax, t, yl in zip(axes, ("loss", "prediction difference to GD++", "sensitivity cosine with GD++"),
-                         ("loss", "||y_TF - y_GD++||", "cosine")):
-        ax.set_title(t)
-        ax.set_xlabel("training step")
-        ax.set_ylabel(yl)
-        ax.legend(fontsize=7)
+    label_axes(axes, ("loss", "prediction difference to GD++", "sensitivity cosine with GD++"),
+               ("loss", "||y_TF - y_GD++||", "cosine"))
     ctx.figure("deep", fig)
     ctx.table("deep", rows)
 
@@ -543,13 +543,9 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
                f"{r['softmax2.loss_over_gd_median']:.3f}")
     ctx.report("LayerNorm before attention loses performance against GD (Fig. 14)",
                f"loss / GD {r['layernorm.loss_over_gd_median']:.3f}, cosine {r['layernorm.cosine_median']:.4f}")
-    axes[0].axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="GD, 1 step")
+    axes[0].axhline(evaluate(gd, curve_tasks(res)).mean, color=COLORS["gd"], linestyle="--", label="GD, 1 step")
     axes[0].set_yscale("log")
-    for ax, t, yl in zip(axes, ("loss", "sensitivity cosine with GD"), ("loss", "cosine")):
-        ax.set_title(t)
-        ax.set_xlabel("training step")
-        ax.set_ylabel(yl)
-        ax.legend(fontsize=7)
+    label_axes(axes, ("loss", "sensitivity cosine with GD"), ("loss", "cosine"))
     ctx.figure("softmax_layernorm", fig)
     ctx.table("softmax_layernorm", rows)
 
@@ -605,7 +601,8 @@ def fixed_data(ctx: ExperimentContext) -> None:
         res = ctx.train(f"fixed-{m}", cfg)
         task = res.config.task
         ev = eval_tasks(ctx, task) if ev is None else ev
-        gd_loss = evaluate(tune_gd(tune_tasks(task), 1), ev).mean
+        gd = tune_gd(tune_tasks(task), 1)
+        gd_loss = evaluate(gd, ev).mean
         losses = [evaluate(lr, ev).mean for lr in seed_learners(res)]
         ratios[m] = _med([x / gd_loss for x in losses])
         for s, x in zip(res.config.seeds, losses):
@@ -616,13 +613,10 @@ def fixed_data(ctx: ExperimentContext) -> None:
         _, tr = _curves(res, "train_loss")
         band(axes[1], steps, tr, f"{m} tasks", None)
         ctx.result(f"size_{m}.loss_over_gd_median", ratios[m])
-    axes[0].axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="GD")
-    for ax, t in zip(axes, ("held-out loss", "training loss (on the fixed set)")):
+    axes[0].axhline(evaluate(gd, curve_tasks(res)).mean, color=COLORS["gd"], linestyle="--", label="GD")
+    label_axes(axes, ("held-out loss", "training loss (on the fixed set)"), ("loss", "loss"))
+    for ax in axes:
         ax.set_yscale("log")
-        ax.set_xlabel("training step")
-        ax.set_ylabel("loss")
-        ax.set_title(t)
-        ax.legend(fontsize=7)
     ctx.figure("fixed_data", fig)
     ctx.table("fixed_data", rows)
     ctx.report("with few training tasks the LSA overfits; with more it approaches GD (Fig. 16)",
@@ -683,12 +677,9 @@ def depth(ctx: ExperimentContext) -> None:
     axes[0].plot(ks, [refs[k][0] for k in ks], color=COLORS["gd"], linestyle="--", marker="s", label="GD")
     axes[0].plot(ks, [refs[k][1] for k in ks], color=COLORS["gdpp"], linestyle="--", marker="s", label="GD++")
     axes[0].set_yscale("log")
-    for ax, t, yl in zip(axes, ("held-out loss (median seed)", "prediction difference (median seed)"),
-                         ("loss", "||y_TF - y_ref||")):
+    label_axes(axes, ("held-out loss (median seed)", "prediction difference (median seed)"),
+               ("loss", "||y_TF - y_ref||"), xlabel="depth (layers or steps)")
+    for ax in axes:
         ax.set_xticks(ks)
-        ax.set_xlabel("depth (layers or steps)")
-        ax.set_ylabel(yl)
-        ax.set_title(t)
-        ax.legend(fontsize=7)
     ctx.figure("depth", fig)
     ctx.table("depth", rows)
