@@ -100,7 +100,7 @@ class TaskStream:
             for g, full in zip(self.generators, self.fixed):
                 idx = torch.randint(full.batch_size, (cfg.batch_size,), generator=g, device=self.device)
                 eps.append(full[idx])
-        if len(eps) == 1 and cfg.data == "shared":
+        if cfg.data == "shared":
             return tuple(getattr(eps[0], f) for f in self.FIELDS)
         return tuple(torch.stack([getattr(e, f) for e in eps]) for f in self.FIELDS)
 
@@ -381,12 +381,14 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
         acc = torch.tensor(meta["acc"], dtype=torch.float64)
         acc_n = meta["acc_n"]
     run.write_metrics(rows)
+    saved_step: list[int | str] = [step if ckpt is not None else "none"]
 
     def checkpoint() -> None:
         meta = {"step": step, "optim_t": opt.t, "rows": rows, "acc": acc.tolist(), "acc_n": acc_n,
                 "seeds": config.seeds, "config_name": config.name, "icgd": icgd.__version__}
         tensors = {f"param.{k}": v for k, v in params.items()} | opt.state() | stream.state()
         save_checkpoint(run.checkpoint, tensors, meta)
+        saved_step[0] = step
 
     flag: dict[str, int] = {}
     old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -406,7 +408,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
                 status = "diverged"
                 raise TrainingDiverged(
                     f"training diverged at step {step + 1}: non-finite loss for seed(s) {bad}; "
-                    f"the last good checkpoint (step {_ckpt_step(run)}) is kept in {run.path}")
+                    f"the last good checkpoint (step {saved_step[0]}) is kept in {run.path}")
             step += 1
             acc += losses.to("cpu", torch.float64)
             acc_n += 1
@@ -445,13 +447,6 @@ def _in_main_thread() -> bool:
     import threading
 
     return threading.current_thread() is threading.main_thread()
-
-
-def _ckpt_step(run: RunDir) -> int | str:
-    try:
-        return load_checkpoint(run.checkpoint)[1]["step"]
-    except CheckpointError:
-        return "none"
 
 
 def _check_meta(meta: dict, config: TrainConfig, path: Path) -> None:
