@@ -39,13 +39,16 @@ def _pad_to(w: Tensor, dims: dict[int, int]) -> Tensor:
 
 
 def _softmax_update(params: dict[str, Tensor], p: str, x: Tensor, ctx: Tensor, d_pad: int,
-                    normalize: str) -> Tensor:
-    """Softmax attention update (S, B, T, Dp) of tokens x (queries) over context tokens ctx."""
+                    normalize: str, rows: tuple[int, int] | None = None) -> Tensor:
+    """Softmax attention update (S, B, T, Dp) of tokens x (queries) over context tokens ctx; only the
+    output coordinates rows[0]:rows[1] when `rows` is given."""
     wq, wk, wv, wo = (params[p + k] for k in ("w_q", "w_k", "w_v", "w_o"))
     dk, dv = -(-wq.shape[-2] // 4) * 4, -(-wv.shape[-2] // 4) * 4
     wq = _pad_to(wq / params[p + "kernel_params"][..., 0, None, None], {-2: dk, -1: d_pad})
     wk, wv = _pad_to(wk, {-2: dk, -1: d_pad}), _pad_to(wv, {-2: dv, -1: d_pad})
     wo = _pad_to(wo, {-2: d_pad, -1: dv})
+    if rows is not None:
+        wo = wo[..., rows[0]:rows[1], :]
     shared = x.dim() == 3
     proj = "btd,shkd->shbtk" if shared else "sbtd,shkd->shbtk"
     q, k, v = torch.einsum(proj, x, wq), torch.einsum(proj, ctx, wk), torch.einsum(proj, ctx, wv)
@@ -78,34 +81,41 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
     zeros = [context_x.new_zeros(*context_x.shape[:-1], pad), query_x.new_zeros(*query_x.shape[:-1], dy + pad)]
     ctx = torch.cat([context_x, context_y, zeros[0]], -1)
     qry = torch.cat([query_x, zeros[1]], -1)
+    x = None  # all tokens (context then queries) once a layer has mixed them
     for step in range(n_steps):
         blk = 0 if config.recurrent else step
         p = f"layers.{blk}.attn."
         last = step == n_steps - 1
-        if config.attention.kernel == "softmax":
-            x = qry if last else torch.cat([ctx, qry], -2)
-            upd = _softmax_update(params, p, x, ctx, d + pad, config.attention.normalize)
-            if last:
-                upd = upd[..., dx:d]
+        if x is None:
+            x_in = qry if last else torch.cat([ctx, qry], -2)
         else:
-            upd, x = _linear_update(params, p, ctx, qry, n, last, dx, d, pad, config.attention.normalize)
+            x_in = x[..., n:, :] if last else x
+        if config.attention.kernel == "softmax":
+            upd = _softmax_update(params, p, x_in, ctx, d + pad, config.attention.normalize, (dx, d) if last else None)
+        else:
+            upd = _linear_update(params, p, ctx, x_in, n, last, dx, d, pad, config.attention.normalize)
         if lam != 1.0:
             upd = lam * upd
         if last:
-            out = qry[..., dx:d] + upd
-            if config.clip is not None:
-                out = out.clamp(-config.clip, config.clip)
-            return -out
-        new = x + upd
-        if config.clip is not None:
-            new = new.clamp(-config.clip, config.clip)
-        ctx, qry = new[..., :n, :], new[..., n:, :]
+            return -_clip(x_in[..., dx:d] + upd, config.clip)
+        x = _clip(x_in + upd, config.clip)
+        # split (not slicing): its backward concatenates instead of filling zeros
+        ctx = x.split([n, x.shape[-2] - n], -2)[0]
     raise AssertionError("unreachable")
 
 
-def _linear_update(params: dict[str, Tensor], p: str, ctx: Tensor, qry: Tensor, n: int, last: bool, dx: int,
-                   d: int, pad: int, normalize: str) -> tuple[Tensor, Tensor]:
-    """Linear attention update (y-entries of the queries only when `last`) and the tokens it applies to."""
+def _clip(x: Tensor, clip: float | None) -> Tensor:
+    """x clamped to [-clip, clip]; the clamp (and its backward) is skipped when no entry is outside, which
+    changes neither value nor gradient."""
+    if clip is None:
+        return x
+    lo, hi = torch.aminmax(x.detach())
+    return x.clamp(-clip, clip) if bool(hi > clip) or bool(lo < -clip) else x
+
+
+def _linear_update(params: dict[str, Tensor], p: str, ctx: Tensor, x: Tensor, n: int, last: bool, dx: int,
+                   d: int, pad: int, normalize: str) -> Tensor:
+    """Linear attention update of the tokens x over the context ctx (y-entries only when `last`)."""
     m = params[p + "w_k"].transpose(-1, -2) @ params[p + "w_q"]  # (S, H, D, D) = W_K^T W_Q
     u = params[p + "w_o"] @ params[p + "w_v"]  # (S, H, D, D) = P W_V
     if pad:
@@ -114,11 +124,10 @@ def _linear_update(params: dict[str, Tensor], p: str, ctx: Tensor, qry: Tensor, 
     c = ctx.transpose(-1, -2) @ ctx  # (B, D, D) or (S, B, D, D)
     if normalize == "count":
         c = c / n
-    x = qry if last else torch.cat([ctx, qry], -2)
     if last:
         u = u[..., dx:d, :]  # only the y-rows of the update are read out
     if m.shape[1] == 1:  # one head: explicit contiguous layouts, no permutations
-        return _one_head(x, m[:, 0], c, u[:, 0]), x
+        return _one_head(x, m[:, 0], c, u[:, 0])
     # (x M^T) for every seed and head: one large product when x is shared
     if x.dim() == 3:
         y = torch.einsum("btd,shed->shbte", x, m)
@@ -126,7 +135,7 @@ def _linear_update(params: dict[str, Tensor], p: str, ctx: Tensor, qry: Tensor, 
     else:
         y = torch.einsum("sbtd,shed->shbte", x, m)
         z = torch.einsum("shbte,sbef->shbtf", y, c)
-    return torch.einsum("shbtf,shgf->sbtg", z, u), x
+    return torch.einsum("shbtf,shgf->sbtg", z, u)
 
 
 def _one_head(x: Tensor, m: Tensor, c: Tensor, u: Tensor) -> Tensor:
