@@ -109,3 +109,66 @@ def test_construction_errors():
     from icgd import ShapeError
     with pytest.raises(ShapeError, match="width"):
         learner.predict(_episodes(5, 1, 4, 1, torch.float32))
+
+
+# ----------------------------------------------------------------------------- copying (Prop. 3)
+@pytest.mark.parametrize("kernel,scale", [("linear", 1.0), ("softmax", 100.0)])
+@pytest.mark.parametrize("dx,dy,n", [(1, 1, 1), (3, 2, 4), (10, 1, 10), (12, 1, 5)])
+def test_copy_layer_builds_the_concatenated_tokens_exactly(kernel, scale, dx, dy, n):
+    from icgd.constructions import copy_attention_config, copy_weights
+    from icgd.nn.attention import Attention
+    from icgd.tokens import concat_tokens, interleaved_tokens
+
+    ep = LinearRegression(dx=dx, dy=dy, n_context=n).sample(16, make_generator(3), dtype=torch.float64)
+    tok = interleaved_tokens(ep)
+    att = Attention(copy_attention_config(dx, dy, n, kernel), dtype=torch.float64)
+    with torch.no_grad():
+        for k, v in copy_weights(dx, dy, n, scale).items():
+            getattr(att, k).copy_(v)
+        att.kernel_params.fill_(1.0)
+    out = tok + att(tok, 2 * n)
+    d = dx + dy
+    concat = concat_tokens(ep)
+    assert (out[:, 0:2 * n:2, :d] - concat[:, :n]).abs().max() < 1e-12  # x-tokens now [x_i; y_i]
+    assert out[:, 1:2 * n:2, :d].abs().max() < 1e-12  # y-tokens zeroed (second head)
+    assert (out[:, -1, :d] - concat[:, -1]).abs().max() < 1e-12  # query [x_q; 0]
+    assert torch.equal(out[..., d:], tok[..., d:])  # positions untouched
+
+
+def test_copy_needs_a_sharp_softmax():
+    """With scale 1 the softmax rows are not one-hot: the copy is visibly wrong (the check can fail)."""
+    from icgd.constructions import copy_attention_config, copy_weights
+    from icgd.nn.attention import Attention
+    from icgd.tokens import concat_tokens, interleaved_tokens
+
+    ep = LinearRegression(dx=3, dy=1, n_context=5).sample(16, make_generator(3), dtype=torch.float64)
+    tok = interleaved_tokens(ep)
+    att = Attention(copy_attention_config(3, 1, 5, "softmax"), dtype=torch.float64)
+    with torch.no_grad():
+        for k, v in copy_weights(3, 1, 5, 1.0).items():
+            getattr(att, k).copy_(v)
+    out = tok + att(tok, 10)
+    assert (out[:, 0:10:2, :4] - concat_tokens(ep)[:, :5]).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-10), (torch.float32, 1e-5)])
+@pytest.mark.parametrize("kernel", ["linear", "softmax"])
+def test_copy_then_gd_equals_one_gd_step(kernel, dtype, tol):
+    from icgd.constructions import copy_gd_construction
+    from icgd.learners.transformer import TransformerLearner
+    from icgd.tokens import InterleavedTokens
+
+    ep = LinearRegression(dx=10, dy=1, n_context=10, n_queries=3).sample(64, make_generator(5), dtype=dtype)
+    model = TransformerLearner(copy_gd_construction(10, 1, 10, 0.6, kernel).build(dtype=dtype), InterleavedTokens())
+    assert (model.predict(ep) - GD(0.6).predict(ep)).abs().max() < tol
+
+
+def test_per_layer_kernels_are_validated():
+    from icgd.nn.attention import AttentionConfig
+    from icgd.nn.stack import StackConfig
+
+    attn = AttentionConfig(d_model=4)
+    with pytest.raises(ValueError, match="kernels"):
+        StackConfig(attention=attn, n_layers=2, kernels=("softmax",))
+    with pytest.raises(ValueError, match="recurrent"):
+        StackConfig(attention=attn, n_layers=2, recurrent=True, kernels=("softmax", "linear"))

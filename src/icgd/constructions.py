@@ -133,3 +133,72 @@ def gd_construction(dx: int, dy: int, n_context: int, etas: float | Sequence[flo
         gamma_list = _per_layer(gammas, k, "gammas")
         layers = tuple(gdpp_weights(dx, dy, e, g, n_context, w0) for e, g in zip(eta_list, gamma_list))
     return Construction(lsa_config(dx, dy, k, **stack_options), layers)
+
+
+# ------------------------------------------------------------------------------ copying (Prop. 3)
+def _interleaved_width(dx: int, dy: int, n_context: int) -> tuple[int, int]:
+    t_len = 2 * n_context + 1
+    return dx + dy + t_len, t_len
+
+
+def copy_attention_config(dx: int, dy: int, n_context: int, kernel: str = "linear") -> AttentionConfig:
+    """The attention shape of the copy construction: 2 heads, keys = all 2N + 1 interleaved tokens."""
+    d, t_len = _interleaved_width(dx, dy, n_context)
+    return AttentionConfig(d_model=d, n_heads=2, d_key=max(t_len, dx), d_value=dy, kernel=kernel,
+                           query_in_keys=True)
+
+
+def copy_weights(dx: int, dy: int, n_context: int, scale: float = 1.0) -> LayerWeights:
+    """One 2-head attention layer on interleaved tokens (SPEC 3) that builds the tokens of Prop. 1 (Prop. 3).
+
+    Tokens [x or 0; y or 0; p_t] (width D = Dx + Dy + T, T = 2N + 1), every token a key.
+    Head 1 (keys/queries on positions, a shifted identity): token t attends to token t + 1 (the query,
+    which has no successor, to itself) and adds that token's y-slot to its own: x-token 2i gets y_i.
+    Head 2 (identity on positions): every token subtracts its own y-slot, which zeroes the y-tokens
+    (the paper's suggestion for the odd tokens) and leaves the x-tokens, whose y-slot was 0, alone.
+    Result: x-tokens [x_i; y_i; p_2i], y-tokens [0; 0; p_2i+1], query [x_q; 0; p_2N], exactly.
+    `scale` multiplies the query weights: 1 for linear attention; for softmax a large value (e.g. 100)
+    makes every attention row one-hot to float rounding (the other weights are below exp(-scale)).
+    Returns float64 {"w_q", "w_k": (2, dk, D), "w_v": (2, Dy, D), "w_o": (2, D, Dy)}, dk = max(T, Dx).
+    """
+    d, t_len = _interleaved_width(dx, dy, n_context)
+    dk = max(t_len, dx)
+    f = dict(dtype=torch.float64)
+    pos = slice(dx + dy, d)
+    w_q = torch.zeros(2, dk, d, **f)
+    w_k = torch.zeros(2, dk, d, **f)
+    eye_t = torch.eye(t_len, **f)
+    w_q[:, :t_len, pos] = float(scale) * eye_t
+    # score(t, s) = scale * shift[t, s]: 1 for s = t + 1, and for the query token (t = s = T - 1)
+    shift = torch.diag(torch.ones(t_len - 1, **f), 1)
+    shift[t_len - 1, t_len - 1] = 1.0
+    w_k[0, :t_len, pos] = shift
+    w_k[1, :t_len, pos] = eye_t
+    w_v = torch.zeros(2, dy, d, **f)
+    w_v[:, :, dx:dx + dy] = torch.eye(dy, **f)
+    w_o = torch.zeros(2, d, dy, **f)
+    w_o[0, dx:dx + dy] = torch.eye(dy, **f)
+    w_o[1, dx:dx + dy] = -torch.eye(dy, **f)
+    return {"w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o}
+
+
+def copy_gd_construction(dx: int, dy: int, n_context: int, eta: float, kernel: str = "linear",
+                         scale: float | None = None) -> Construction:
+    """Two layers on interleaved tokens: the copy layer (`kernel`: linear or softmax) then one GD step
+    (linear, W0 = 0): predictions equal one step of GD with learning rate `eta`. Build with `.build()`
+    and read out with `InterleavedTokens`. scale: default 1 (linear) or 100 (softmax)."""
+    if scale is None:
+        scale = 1.0 if kernel == "linear" else 100.0
+    d, _ = _interleaved_width(dx, dy, n_context)
+    attn = copy_attention_config(dx, dy, n_context, kernel)
+    copy = copy_weights(dx, dy, n_context, scale)
+    gd = {k: torch.zeros_like(v) for k, v in copy.items()}
+    gd["w_q"][0, :dx, :dx] = torch.eye(dx, dtype=torch.float64)
+    gd["w_k"][0, :dx, :dx] = torch.eye(dx, dtype=torch.float64)
+    gd["w_v"][0, :, dx:dx + dy] = -torch.eye(dy, dtype=torch.float64)  # value -y (W0 = 0)
+    gd["w_o"][0, dx:dx + dy] = (float(eta) / n_context) * torch.eye(dy, dtype=torch.float64)
+    layers: list[LayerWeights] = [copy, gd]
+    if kernel != "linear":
+        layers[0] = copy | {"kernel_params": torch.ones(2, 1, dtype=torch.float64)}
+    config = StackConfig(attention=attn, n_layers=2, kernels=(kernel, "linear"))
+    return Construction(config, tuple(layers))

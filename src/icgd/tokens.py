@@ -53,12 +53,15 @@ def interleaved_tokens(ep: Episodes) -> Tensor:
     f = ep.fold_queries() if ep.n_queries > 1 else ep
     b, n, dx, dy = f.batch_size, f.n_context, f.dx, f.dy
     t_len = 2 * n + 1
-    tok = f.context_x.new_zeros(b, t_len, dx + dy + t_len)
-    tok[:, 0:2 * n:2, :dx] = f.context_x
-    tok[:, 1:2 * n:2, dx:dx + dy] = f.context_y
-    tok[:, -1, :dx] = f.query_x[:, 0]
-    tok[:, :, dx + dy:] = torch.eye(t_len, dtype=tok.dtype, device=tok.device)
-    return tok
+    # built without in-place writes, so that it also runs under torch.func.vmap
+    zx, zy = f.context_x.new_zeros(b, n, dx), f.context_y.new_zeros(b, n, dy)
+    x_tok = torch.cat([f.context_x, zy], -1)  # (B, N, Dx + Dy)
+    y_tok = torch.cat([zx, f.context_y], -1)
+    pairs = torch.stack([x_tok, y_tok], 2).reshape(b, 2 * n, dx + dy)
+    q_tok = torch.cat([f.query_x[:, :1], f.query_x.new_zeros(b, 1, dy)], -1)
+    data = torch.cat([pairs, q_tok], 1)
+    pos = torch.eye(t_len, dtype=data.dtype, device=data.device).expand(b, t_len, t_len)
+    return torch.cat([data, pos], -1)
 
 
 def interleaved_readout(tokens: Tensor, dx: int, dy: int, n_queries: int = 1) -> Tensor:

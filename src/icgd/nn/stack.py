@@ -7,6 +7,7 @@ One layer (block) maps tokens E (B, T, D) to
     E <- clip(E, -c, c)                    (only when clip is set)
 
 lambda is the dampening factor (SPEC 1, A.6; 1 = none). A recurrent stack applies one block n_layers times.
+`kernels` gives each layer its own attention kernel (e.g. softmax then linear, the copying study, SPEC 3).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from __future__ import annotations
 import math
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor, nn
 
 from icgd.nn.attention import Attention, AttentionConfig
+from icgd.nn.kernels import KernelName
 
 
 class StackConfig(BaseModel):
@@ -36,6 +38,23 @@ class StackConfig(BaseModel):
     clip: float | None = Field(None, gt=0, description="clip token values to [-clip, clip] after each layer")
     dampening: float = 1.0
     init_scale: float | None = Field(None, gt=0)
+    kernels: tuple[KernelName, ...] | None = Field(
+        None, description="kernel of each layer (overrides attention.kernel; not for recurrent stacks)")
+
+    @model_validator(mode="after")
+    def _kernels(self) -> "StackConfig":
+        if self.kernels is not None:
+            if self.recurrent:
+                raise ValueError("kernels: a recurrent stack has one block, so one kernel (attention.kernel)")
+            if len(self.kernels) != self.n_layers:
+                raise ValueError(f"kernels: {len(self.kernels)} given for n_layers={self.n_layers}")
+        return self
+
+    def layer_attention(self, index: int) -> AttentionConfig:
+        """The attention config of layer `index`."""
+        if self.kernels is None or self.kernels[index] == self.attention.kernel:
+            return self.attention
+        return self.attention.model_copy(update={"kernel": self.kernels[index], "kernel_options": {}})
 
     @property
     def d_model(self) -> int:
@@ -51,10 +70,12 @@ class Block(nn.Module):
     """Attention (+ MLP) with residual connections; hook points `{name}.attn.*`, `{name}.resid_post`."""
 
     def __init__(self, config: StackConfig, dtype: torch.dtype = torch.float32,
-                 device: torch.device | str | None = None, generator: torch.Generator | None = None) -> None:
+                 device: torch.device | str | None = None, generator: torch.Generator | None = None,
+                 index: int = 0) -> None:
         super().__init__()
         d, kw = config.d_model, dict(dtype=dtype, device=device)
-        self.attn = Attention(config.attention, init_std=config.attention_init_std, generator=generator, **kw)
+        self.attn = Attention(config.layer_attention(index), init_std=config.attention_init_std,
+                              generator=generator, **kw)
         self.ln1 = nn.LayerNorm(d, **kw) if config.layer_norm else None
         self.mlp = None
         if config.mlp:
@@ -94,7 +115,7 @@ class Stack(nn.Module):
         super().__init__()
         self.config = config
         n_blocks = 1 if config.recurrent else config.n_layers
-        self.layers = nn.ModuleList([Block(config, dtype, device, generator) for _ in range(n_blocks)])
+        self.layers = nn.ModuleList([Block(config, dtype, device, generator, i) for i in range(n_blocks)])
         self.n_steps = config.n_layers
         self.dampening = config.dampening
         self.clip = config.clip

@@ -27,7 +27,7 @@ def fast_supported(config: StackConfig) -> bool:
     """Whether `lsa_predictions` computes this stack exactly."""
     a = config.attention
     return (a.kernel in ("linear", "softmax") and not a.causal and not a.query_in_keys
-            and not config.layer_norm and not config.mlp)
+            and not config.layer_norm and not config.mlp and config.kernels is None)
 
 
 def _pad_to(w: Tensor, dims: dict[int, int]) -> Tensor:
