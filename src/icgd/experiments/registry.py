@@ -8,7 +8,6 @@ Trained models are cached (keyed by their full config) and resumed when a run wa
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from typing import Any, Callable
 import torch
 
 from icgd.train.checkpoint import load_checkpoint
-from icgd.train.config import TrainConfig, build_config, dump_config
+from icgd.train.config import TrainConfig, build_config, config_fingerprint
 from icgd.train.engine import TrainResult, train
 from icgd.train.rundir import RunDir
 
@@ -83,8 +82,7 @@ class ExperimentContext:
     # ----------------------------------------------------------------------------- trained models
     def train(self, label: str, config: TrainConfig) -> TrainResult:
         """Train (or reuse, or resume) `config`; cached under cache/<label>-<hash of the config>."""
-        text = dump_config(config)
-        key = hashlib.sha256(text.encode()).hexdigest()[:10]
+        key = config_fingerprint(config)
         run = self.cache / f"{label}-{key}"
         summary = run / "summary.json"
         if summary.is_file() and json.loads(summary.read_text()).get("status") == "completed":

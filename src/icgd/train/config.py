@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -19,6 +21,7 @@ from icgd.nn.attention import AttentionConfig
 from icgd.nn.kernels import KernelName
 from icgd.nn.stack import StackConfig
 from icgd.tasks.linear import LinearRegression
+from icgd.tasks.sine import SineRegression
 
 
 class ConfigError(ValueError):
@@ -30,8 +33,10 @@ class _Strict(BaseModel):
 
 
 class ModelConfig(_Strict):
-    """A transformer learner on concatenated tokens; d_model = Dx + Dy comes from the task."""
+    """A transformer learner (a `Stack`) on concatenated or interleaved tokens; d_model comes from the task
+    (Dx + Dy, or Dx + Dy + 2N + 1 for interleaved tokens)."""
 
+    kind: Literal["stack"] = "stack"
     n_layers: int = Field(1, ge=1)
     recurrent: bool = False
     n_heads: int = Field(1, ge=1)
@@ -44,14 +49,46 @@ class ModelConfig(_Strict):
     mlp: bool = False
     clip: float | None = Field(None, gt=0, description="clip token values to [-clip, clip] after each layer")
     init_scale: float | None = Field(None, gt=0, description="default 0.002 / n_layers")
-    tokens: Literal["concat"] = "concat"
-
+    tokens: Literal["concat", "interleaved"] = "concat"
+    kernels: list[KernelName] | None = Field(None, description="one kernel per layer (overrides kernel)")
 
     def stack_config(self, d_model: int) -> StackConfig:
         attn = AttentionConfig(d_model=d_model, n_heads=self.n_heads, kernel=self.kernel, d_key=self.d_key,
                                d_value=self.d_value, normalize=self.normalize, query_in_keys=self.query_in_keys)
         return StackConfig(attention=attn, n_layers=self.n_layers, recurrent=self.recurrent,
-                           layer_norm=self.layer_norm, mlp=self.mlp, clip=self.clip, init_scale=self.init_scale)
+                           layer_norm=self.layer_norm, mlp=self.mlp, clip=self.clip, init_scale=self.init_scale,
+                           kernels=tuple(self.kernels) if self.kernels is not None else None)
+
+
+class FeatureLSAConfig(_Strict):
+    """Embedding (no bias) + residual MLP (GELU) + one LSA layer, or, with gd_control, the GD construction
+    on the MLP features with a learnt eta (SPEC 2; `icgd.learners.deep.FeatureLSA`)."""
+
+    kind: Literal["mlp_lsa"]
+    d_embed: int = Field(40, ge=2)
+    mlp_ratio: int = Field(4, ge=1)
+    gd_control: bool = False
+    eta_init: float = Field(0.1, description="initial eta of the GD control")
+    init_scale: float | None = Field(None, gt=0, description="attention init std = sqrt(init_scale / d_embed); "
+                                                             "default 0.002")
+
+    @property
+    def n_layers(self) -> int:
+        return 1
+
+
+def _model_kind(v: Any) -> str:
+    return v.get("kind", "stack") if isinstance(v, dict) else getattr(v, "kind", "stack")
+
+
+AnyModelConfig = Annotated[Union[Annotated[ModelConfig, Tag("stack")], Annotated[FeatureLSAConfig, Tag("mlp_lsa")]],
+                           Discriminator(_model_kind)]
+def _task_kind(v: Any) -> str:
+    return v.get("kind", "linear") if isinstance(v, dict) else getattr(v, "kind", "linear")
+
+
+AnyTask = Annotated[Union[Annotated[LinearRegression, Tag("linear")], Annotated[SineRegression, Tag("sine")]],
+                    Discriminator(_task_kind)]
 
 
 class OptimConfig(_Strict):
@@ -74,7 +111,8 @@ class EvalConfig(_Strict):
     every: int = Field(100, ge=1, description="evaluate every k steps (and at the last step)")
     n_tasks: int = Field(4096, ge=2)
     seed: int = Field(1_000_003, description="seed of the held-out and tuning tasks")
-    reference: Literal["gd", "gd_per_step", "gdpp"] = "gd"
+    reference: Literal["gd", "gd_per_step", "gdpp", "zero"] = Field(
+        "gd", description="tuned explicit learner to score against; zero: the zero predictor (no alignment)")
     reference_steps: int | None = Field(None, ge=1, description="default: the model's number of layers")
     n_tune: int = Field(10_000, ge=2, description="tasks to tune the reference's learning rates on")
     alignment_tasks: int = Field(1024, ge=0, description="tasks for the alignment metrics (0 = skip)")
@@ -84,8 +122,8 @@ class TrainConfig(_Strict):
     """Everything a training run needs; `icgd train` writes it back, resolved, into the run directory."""
 
     name: str = "run"
-    task: LinearRegression = LinearRegression()
-    model: ModelConfig = ModelConfig()
+    task: AnyTask = LinearRegression()
+    model: AnyModelConfig = ModelConfig()
     optim: OptimConfig = OptimConfig()
     eval: EvalConfig = EvalConfig()
     steps: int = Field(5000, ge=1)
@@ -112,11 +150,25 @@ class TrainConfig(_Strict):
             raise ValueError(f"train_set_size={self.train_set_size} is smaller than batch_size={self.batch_size}")
         return self
 
+    @model_validator(mode="after")
+    def _model_fits(self) -> "TrainConfig":
+        if isinstance(self.model, ModelConfig) and self.model.kernels is not None:
+            if len(self.model.kernels) != self.model.n_layers or self.model.recurrent:
+                raise ValueError(f"model.kernels: one kernel per layer of a non-recurrent stack "
+                                 f"({self.model.n_layers} layers), got {self.model.kernels}")
+        return self
+
     @property
     def d_model(self) -> int:
-        return self.task.dx + self.task.dy
+        """Token width of a stack model."""
+        d = self.task.dx + self.task.dy
+        if isinstance(self.model, ModelConfig) and self.model.tokens == "interleaved":
+            d += 2 * self.task.n_context + 1
+        return d
 
-    def stack_config(self):
+    def stack_config(self) -> StackConfig:
+        if not isinstance(self.model, ModelConfig):
+            raise TypeError(f"model kind {self.model.kind!r} is not an attention stack")
         return self.model.stack_config(self.d_model)
 
 
@@ -129,12 +181,22 @@ PRESETS: dict[str, dict[str, Any]] = {
               "eval": {"reference": "gdpp"}},
     "softmax-2": {"name": "softmax-2", "model": {"n_layers": 2, "kernel": "softmax"}, "optim": {"lr": 1e-3},
                   "steps": 10000},
+    "sine-lsa": {"name": "sine-lsa", "task": {"kind": "sine"}, "model": {"kind": "mlp_lsa"},
+                 "optim": {"lr": 1e-3}, "steps": 10000, "eval": {"reference": "zero"}},
+    "sine-gd": {"name": "sine-gd", "task": {"kind": "sine"}, "model": {"kind": "mlp_lsa", "gd_control": True},
+                "optim": {"lr": 1e-3}, "steps": 10000, "eval": {"reference": "zero"}},
+    "copy-2": {"name": "copy-2", "model": {"n_layers": 2, "kernels": ["softmax", "linear"],
+                                           "tokens": "interleaved", "query_in_keys": True},
+               "optim": {"lr": 1e-3}, "steps": 20000, "eval": {"reference": "gd", "reference_steps": 1}},
 }
 PRESET_DOCS = {
     "lsa-1": "1-layer linear self-attention (SPEC 1 defaults: Adam 1e-3, batch 2048, fresh tasks)",
     "lsa-2-recurrent": "one LSA layer applied twice (recurrent 2-layer)",
     "lsa-5": "5 separate LSA layers, Adam 5e-4, token clipping at 10, reference GD++",
     "softmax-2": "2 layers of 1-head softmax attention",
+    "sine-lsa": "sine waves: embedding + MLP + one LSA layer (SPEC 2)",
+    "sine-gd": "sine waves: embedding + MLP + the GD construction with a learnt eta (the control)",
+    "copy-2": "interleaved tokens: softmax layer then linear layer, vs one GD step (SPEC 3)",
 }
 
 
@@ -174,9 +236,17 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 def validation_message(err: ValidationError, prefix: str = "invalid config") -> str:
     """One line naming each bad key and its value."""
     parts = []
+    tags = {"model": ("stack", "mlp_lsa"), "task": ("linear", "sine")}
     for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "config"
+        keys = [str(x) for x in e["loc"]]
+        if len(keys) > 1 and keys[1] in tags.get(keys[0], ()):
+            keys.pop(1)  # the union member's tag is not a key of the config
+        loc = ".".join(keys) or "config"
         inp = e.get("input")
+        if e["type"] == "union_tag_invalid" and len(keys) == 1:
+            kind = inp.get("kind") if isinstance(inp, dict) else inp
+            parts.append(f"{loc}.kind={kind!r}: must be one of {', '.join(tags.get(keys[0], ()))}")
+            continue
         shown = "" if isinstance(inp, dict) else f"={inp!r}"
         parts.append(f"{loc}{shown}: {e['msg']}")
     return f"{prefix}: " + "; ".join(parts)
@@ -214,3 +284,20 @@ def load_config(source: str | Path, overrides: list[str] | None = None) -> Train
 def dump_config(config: TrainConfig) -> str:
     """The resolved config as YAML (every default written out)."""
     return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+
+
+#: keys added after the first release, left out of the fingerprint while at these values, so that runs
+#: cached under the old fingerprint stay valid
+_LATER_DEFAULTS = {("model", "kind"): "stack", ("model", "kernels"): None}
+
+
+def config_fingerprint(config: TrainConfig) -> str:
+    """A short hash of the resolved config (what experiment caches are keyed by)."""
+    import hashlib
+
+    data = config.model_dump(mode="json")
+    for (section, key), default in _LATER_DEFAULTS.items():
+        if data.get(section, {}).get(key, object()) == default:
+            del data[section][key]
+    text = yaml.safe_dump(data, sort_keys=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]

@@ -27,16 +27,14 @@ from torch.func import functional_call, vmap
 
 import icgd
 from icgd.episodes import Episodes, make_generator
-from icgd.learners.explicit import GD, GDPlusPlus
-from icgd.learners.transformer import TransformerLearner
+from icgd.learners.explicit import GD, GDPlusPlus, ZeroPredictor
 from icgd.learners.tuning import tune_gd, tune_gdpp
 from icgd.metrics import alignment, evaluate, query_loss
-from icgd.nn.stack import Stack
 from icgd.perf import keep_freed_memory
-from icgd.tokens import ConcatTokens
 from icgd.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from icgd.train.config import TrainConfig, build_config, dump_config
+from icgd.train.config import ModelConfig, TrainConfig, build_config, dump_config
 from icgd.train.fast import fast_supported, lsa_losses
+from icgd.train.models import as_learner, build_module, param_prefix
 from icgd.train.rundir import METRIC_COLUMNS, RunDir
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -54,22 +52,21 @@ class TrainingInterrupted(RuntimeError):
 def init_params(config: TrainConfig, device: torch.device | str = "cpu") -> dict[str, Tensor]:
     """Stacked initial weights {name: (S, ...)}: seed s initialises its model from make_generator(s)."""
     dtype = DTYPES[config.dtype]
-    states = [Stack(config.stack_config(), dtype=dtype, generator=make_generator(s)).state_dict()
-              for s in config.seeds]
+    states = [build_module(config, dtype=dtype, generator=make_generator(s)).state_dict() for s in config.seeds]
     return {k: torch.stack([st[k] for st in states]).to(device) for k in states[0]}
 
 
 def trainable_names(config: TrainConfig) -> list[str]:
-    template = Stack(config.stack_config(), device="meta")
+    template = build_module(config, device="meta")
     return [k for k, p in template.named_parameters() if p.requires_grad]
 
 
-def seed_learner(config: TrainConfig, params: dict[str, Tensor], index: int) -> TransformerLearner:
-    """The trained model of seed number `index` (position in config.seeds) as a TransformerLearner."""
+def seed_learner(config: TrainConfig, params: dict[str, Tensor], index: int) -> Any:
+    """The trained model of seed number `index` (position in config.seeds) as a learner."""
     first = next(iter(params.values()))
-    stack = Stack(config.stack_config(), dtype=first.dtype, device=first.device)
-    stack.load_state_dict({k: v[index] for k, v in params.items()})
-    return TransformerLearner(stack, ConcatTokens(), name=f"trained_seed{config.seeds[index]}")
+    module = build_module(config, dtype=first.dtype, device=first.device)
+    module.load_state_dict({k: v[index] for k, v in params.items()})
+    return as_learner(config, module, name=f"trained_seed{config.seeds[index]}")
 
 
 # --------------------------------------------------------------------------------------------- data
@@ -115,13 +112,15 @@ class TaskStream:
 # ------------------------------------------------------------------------------------------- losses
 def make_loss_fn(config: TrainConfig) -> tuple[Callable[..., Tensor], str]:
     """(fn(params, cx, cy, qx, qy) -> per-seed losses (S,), name of the path)."""
-    stack_cfg = config.stack_config()
-    if config.fast and fast_supported(stack_cfg):
-        return (lambda params, *batch: lsa_losses(params, stack_cfg, *batch)), "fused"
-    template = TransformerLearner(Stack(stack_cfg, device="meta"), ConcatTokens())
+    if isinstance(config.model, ModelConfig) and config.model.tokens == "concat" and config.fast:
+        stack_cfg = config.stack_config()
+        if fast_supported(stack_cfg):
+            return (lambda params, *batch: lsa_losses(params, stack_cfg, *batch)), "fused"
+    template = as_learner(config, build_module(config, device="meta"))
+    prefix = param_prefix(config)
 
     def one(p: dict[str, Tensor], cx: Tensor, cy: Tensor, qx: Tensor, qy: Tensor) -> Tensor:
-        pred = functional_call(template, {"model." + k: v for k, v in p.items()}, (Episodes(cx, cy, qx, qy),))
+        pred = functional_call(template, {prefix + k: v for k, v in p.items()}, (Episodes(cx, cy, qx, qy),))
         return query_loss(pred, qy).mean()
 
     shared = config.data == "shared"
@@ -179,7 +178,7 @@ class Adam:
 
 def clip_per_seed(grads: dict[str, Tensor], max_norm: float | None) -> Tensor:
     """Scale each seed's gradients to global norm <= max_norm; returns the norms before clipping (S,)."""
-    sq = sum(g.pow(2).flatten(1).sum(1) for g in grads.values())
+    sq = sum(g.pow(2).reshape(g.shape[0], -1).sum(1) for g in grads.values())
     norms = sq.sqrt()
     if max_norm is not None:
         scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
@@ -225,8 +224,10 @@ def build_reference(config: TrainConfig, eval_eps: Episodes, tune_eps: Episodes)
     """The explicit learner every seed is scored against, tuned on separate tasks (float64, CPU)."""
     steps = config.eval.reference_steps or config.model.n_layers
     kind = config.eval.reference
-    learner: GD | GDPlusPlus
-    if kind == "gdpp":
+    learner: GD | GDPlusPlus | ZeroPredictor
+    if kind == "zero":
+        learner = ZeroPredictor()
+    elif kind == "gdpp":
         learner = tune_gdpp(tune_eps, steps)
     else:
         learner = tune_gd(tune_eps, steps, per_step=kind == "gd_per_step")
@@ -239,8 +240,12 @@ def load_reference(run: RunDir, eval_eps: Episodes) -> Reference | None:
     d = run.read_reference()
     if d is None:
         return None
-    learner = (GDPlusPlus(d["eta"], d["gamma"]) if d["learner"] == "gdpp"
-               else GD(d["eta"], name=d["learner"]))
+    if d["learner"] == "zero":
+        learner: Any = ZeroPredictor()
+    elif d["learner"] == "gdpp":
+        learner = GDPlusPlus(d["eta"], d["gamma"])
+    else:
+        learner = GD(d["eta"], name=d["learner"])
     stat = evaluate(learner, eval_eps)
     return Reference(learner, stat.mean, stat.ci95)
 
@@ -251,7 +256,7 @@ def evaluate_seeds(config: TrainConfig, params: dict[str, Tensor], eval_eps: Epi
     rows = []
     first = next(iter(params.values()))
     ev = eval_eps.to(first.device, first.dtype)
-    n_align = min(config.eval.alignment_tasks, ev.batch_size)
+    n_align = 0 if config.eval.reference == "zero" else min(config.eval.alignment_tasks, ev.batch_size)
     ref_ep = eval_eps[:n_align]
     for i in range(len(config.seeds)):
         learner = seed_learner(config, {k: v.detach() for k, v in params.items()}, i)
@@ -315,7 +320,7 @@ class TrainResult:
     config: TrainConfig
     params: dict[str, Tensor] = field(repr=False)
 
-    def learner(self, seed: int) -> TransformerLearner:
+    def learner(self, seed: int) -> Any:
         """The trained model of `seed` (a value from config.seeds)."""
         return seed_learner(self.config, self.params, self.config.seeds.index(seed))
 

@@ -1,0 +1,47 @@
+"""Which network a training config describes: build it, name its weights, wrap it as a learner.
+
+Every model kind is an nn.Module whose state_dict holds the weights the engine stacks over seeds:
+- kind "stack": a `Stack` (weights named as in `Stack.state_dict()`), read through concatenated or
+  interleaved tokens by a `TransformerLearner`;
+- kind "mlp_lsa": a `FeatureLSA` (embedding + MLP + LSA, or the GD control), itself a learner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from icgd.learners.deep import FeatureLSA
+from icgd.learners.transformer import TransformerLearner
+from icgd.nn.stack import Stack
+from icgd.tokens import ConcatTokens, InterleavedTokens
+from icgd.train.config import FeatureLSAConfig, ModelConfig, TrainConfig
+
+
+def build_module(config: TrainConfig, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None,
+                 generator: torch.Generator | None = None) -> nn.Module:
+    """The module whose state_dict is one seed's weights (initialised from `generator`)."""
+    m = config.model
+    if isinstance(m, ModelConfig):
+        return Stack(config.stack_config(), dtype=dtype, device=device, generator=generator)
+    if isinstance(m, FeatureLSAConfig):
+        std = None if m.init_scale is None else (m.init_scale / m.d_embed) ** 0.5
+        return FeatureLSA(config.task.dx, config.task.dy, m.d_embed, m.mlp_ratio, m.gd_control, m.eta_init, std,
+                          dtype=dtype, device=device, generator=generator)
+    raise TypeError(f"unknown model kind {m.kind!r}")
+
+
+def as_learner(config: TrainConfig, module: nn.Module, name: str = "transformer") -> Any:
+    """The learner (Episodes -> predictions (B, Q, Dy)) around `module`."""
+    if isinstance(module, Stack):
+        tokens = InterleavedTokens() if config.model.tokens == "interleaved" else ConcatTokens()
+        return TransformerLearner(module, tokens, name=name)
+    module.name = name
+    return module
+
+
+def param_prefix(config: TrainConfig) -> str:
+    """Prefix of the weights' names inside the learner (for torch.func.functional_call)."""
+    return "model." if isinstance(config.model, ModelConfig) else ""
