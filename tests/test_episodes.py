@@ -1,3 +1,4 @@
+import math
 import pytest
 import torch
 from hypothesis import given
@@ -107,3 +108,24 @@ def test_bad_task_options_are_rejected():
 def test_sampling_on_a_generator_device_then_moving():
     ep = LinearRegression().sample(3, make_generator(0), device="cpu", dtype=torch.float32)
     assert ep.device.type == "cpu"
+
+
+def test_sine_tasks_follow_spec_2():
+    from icgd.tasks import SineRegression
+
+    task = SineRegression()
+    ep = task.sample(20000, make_generator(0), dtype=torch.float64)
+    amp, phase = ep.teacher[:, 0, 0], ep.teacher[:, 0, 1]
+    assert 0.1 <= amp.min() and amp.max() <= 5.0 and 0 <= phase.min() and phase.max() <= math.pi
+    assert ep.context_x.abs().max() <= 5.0
+    y = amp[:, None, None] * torch.sin(ep.context_x - phase[:, None, None])
+    assert torch.equal(y, ep.context_y)
+    # amplitude and phase independent (the official code made them dependent: coupled=True)
+    assert abs(torch.corrcoef(torch.stack([amp, phase]))[0, 1]) < 0.03
+    coupled = SineRegression(coupled=True).sample(2000, make_generator(0), dtype=torch.float64).teacher[:, 0]
+    assert torch.corrcoef(coupled.T)[0, 1] > 0.999
+    grid = torch.linspace(-5, 5, 7)
+    g = task.sample(3, make_generator(1), query_x=grid)
+    assert torch.equal(g.query_x[1, :, 0], grid) and g.n_queries == 7
+    with pytest.raises(ValueError, match="amplitude_high"):
+        SineRegression(amplitude_low=2.0, amplitude_high=1.0)

@@ -81,3 +81,30 @@ def test_step_count_mismatch_is_an_error():
         GD([0.1, 0.2], 3)
     with pytest.raises(ValueError, match="gammas"):
         GDPlusPlus([0.1, 0.2], [0.1])
+
+
+def test_feature_lsa_control_is_the_gd_construction_on_mlp_features():
+    from icgd.constructions import gd_weights
+    from icgd.learners.deep import FeatureLSA
+    from icgd.tasks import SineRegression
+
+    ep = SineRegression(n_queries=4).sample(16, make_generator(0), dtype=torch.float64)
+    control = FeatureLSA(d_embed=12, gd_control=True, eta_init=0.4, dtype=torch.float64, generator=make_generator(7))
+    model = FeatureLSA(d_embed=12, dtype=torch.float64, generator=make_generator(7))
+    # the same seed gives the same embedding and MLP
+    for a, b in zip(control.mlp.parameters(), model.mlp.parameters()):
+        assert torch.equal(a, b)
+    assert torch.equal(control.embed.weight, model.embed.weight)
+    with torch.no_grad():
+        for k, v in gd_weights(11, 1, 0.4, ep.n_context).items():
+            getattr(model.attn, k).copy_(v)
+    assert (model.predict(ep) - control.predict(ep)).abs().max() < 1e-12
+    x = torch.linspace(-5, 5, 9, dtype=torch.float64)[:, None]
+    assert (model.kernel(x) - control.kernel(x)).abs().max() < 1e-10
+    # the control's prediction is -t_q + (eta / N) sum_i t_i m_i . m_q
+    h = control.features(ep)
+    m, t = h[..., :11], h[..., 11:]
+    n = ep.n_context
+    manual = -t[:, n:] + 0.4 / n * (m[:, n:] @ m[:, :n].transpose(1, 2)) @ t[:, :n]
+    assert (control.predict(ep) - manual).abs().max() < 1e-12
+    assert torch.equal(control.initial_prediction(ep), -t[:, n:])

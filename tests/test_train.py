@@ -197,3 +197,28 @@ def test_presets_are_valid_and_yaml_round_trips(tmp_path):
         path.write_text(dump_config(cfg))
         assert load_config(path) == cfg
     assert load_config("lsa-5").optim.lr == 5e-4
+
+
+@pytest.mark.parametrize("kind", ["sine-lsa", "sine-gd", "copy"])
+def test_other_model_kinds_train_with_batched_seeds_equal_to_separate_seeds(tmp_path, kind):
+    if kind == "copy":
+        extra = dict(model={"n_layers": 2, "kernels": ["softmax", "linear"], "tokens": "interleaved",
+                            "query_in_keys": True}, task={"dx": 3, "n_context": 4})
+    else:
+        extra = dict(task={"kind": "sine"}, eval=SMALL_EVAL | {"reference": "zero"},
+                     model={"kind": "mlp_lsa", "d_embed": 8, "gd_control": kind == "sine-gd"})
+    together = train(_cfg(seeds=[0, 1], steps=20, **extra), tmp_path / "all")
+    alone = train(_cfg(seeds=[1], steps=20, **extra), tmp_path / "one")
+    assert together.summary["compute_path"] == "vmap"
+    for k, v in alone.params.items():
+        torch.testing.assert_close(together.params[k][1], v[0], rtol=1e-9, atol=1e-12)
+    first = {k: v for k, v in init_params(together.config).items()}
+    assert any(not torch.equal(first[k], together.params[k]) for k in first)  # it trained
+    s = together.summary["seeds"][0]
+    assert s["final_eval_loss"] < s["reference_loss"] or kind == "copy"
+    learner = together.learner(0)
+    from icgd.tasks import LinearRegression, SineRegression
+
+    task = SineRegression() if kind != "copy" else LinearRegression(dx=3, n_context=4)
+    ep = task.sample(5, torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert learner.predict(ep).shape == (5, 1, 1)
