@@ -95,3 +95,47 @@ def test_cli_list_and_bad_names(capsys):
 def test_suites_are_registered():
     from icgd.claims.base import suite_names
     assert "oswald" in suite_names() and len(SUITES["oswald"]()) >= 15
+
+
+def test_nonlinear_and_copy_suites_are_registered():
+    from icgd.claims.base import suite_names
+
+    assert {"oswald-nonlinear", "oswald-copy"} <= set(suite_names())
+    assert {"oswald-sine", "oswald-copy"} <= set(experiments())
+    assert all(c.experiment == "oswald-copy" for c in SUITES["oswald-copy"]())
+
+
+def test_token_gradients_of_the_copy_construction():
+    """The softmax copy layer: token t depends on t + 1 through the copied y only (norm 1), on itself through
+    the residual minus its own y-slot (norm sqrt(D - 1)), and on nothing else."""
+    from icgd.constructions import copy_gd_construction
+    from icgd.experiments.nonlinear import token_gradients
+    from icgd.tokens import InterleavedTokens
+
+    model = TransformerLearner(copy_gd_construction(3, 1, 4, 0.5, "softmax").build(), InterleavedTokens())
+    ep = LinearRegression(dx=3, n_context=4).sample(6, make_generator(0), dtype=torch.float64)
+    g = token_gradients(model, ep)
+    d = 3 + 1 + 9
+    assert g["neighbour"] == pytest.approx(1.0, abs=1e-9)
+    assert g["self"] == pytest.approx((d - 1) ** 0.5, abs=1e-9)
+    assert g["others"] < 1e-9
+
+
+def test_tracked_training_equals_an_uninterrupted_run(tmp_path):
+    cfg = build_config({"steps": 30, "batch_size": 32, "seeds": [0, 1], "dtype": "float64",
+                        "eval": {"every": 10, "n_tasks": 64, "n_tune": 128, "alignment_tasks": 0}})
+    ctx = ExperimentContext(tmp_path / "out", tmp_path / "cache", quick=True, seeds=[0, 1])
+    calls = []
+
+    def measure(res):
+        calls.append(res.summary.get("steps", 0))
+        return {"w": float(res.params["layers.0.attn.w_q"].sum())}
+
+    res, track = ctx.train_tracked("t", cfg, 10, measure)
+    assert [r["step"] for r in track] == [0, 10, 20, 30]
+    plain = ExperimentContext(tmp_path / "o2", tmp_path / "c2", quick=True, seeds=[0, 1]).train("t", cfg)
+    for k, v in plain.params.items():
+        assert torch.equal(res.params[k], v)
+    n = len(calls)
+    _, again = ctx.train_tracked("t", cfg, 10, measure)  # cached: nothing retrained or remeasured
+    assert again == track and len(calls) == n

@@ -247,8 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="check a source's claims: measured value, threshold, PASS/FAIL",
                        description="Run the experiments a suite needs (models are cached and reused) and print "
                                    "each claim with its source figure, the measured value, the threshold and "
-                                   "PASS or FAIL. Suites: oswald.")
-    v.add_argument("suite", help="oswald")
+                                   "PASS or FAIL. Suites: oswald, oswald-nonlinear, oswald-copy.")
+    v.add_argument("suite", help="oswald, oswald-nonlinear or oswald-copy")
     _add_study_options(v, "directory of the experiments (default runs/verify-SUITE[-quick])")
     v.add_argument("--json", action="store_true", help='print {"suite", "claims": [{"id", "claim", "source", '
                                                         '"measured", "threshold", "passed"}]}')

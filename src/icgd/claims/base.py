@@ -54,7 +54,7 @@ def suite(name: str):
 
 
 def _load() -> None:
-    from icgd.claims import oswald  # noqa: F401  (registers its suite)
+    from icgd.claims import nonlinear, oswald  # noqa: F401  (registers their suites)
 
 
 def suite_names() -> list[str]:

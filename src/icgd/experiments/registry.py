@@ -47,7 +47,7 @@ def register(name: str, description: str, source: str, quick_minutes: float, ful
 
 def _load_all() -> None:
     # importing the modules registers their experiments (explicit, on demand; not at package import)
-    from icgd.experiments import oswald  # noqa: F401
+    from icgd.experiments import nonlinear, oswald  # noqa: F401
 
 
 def experiments() -> dict[str, Experiment]:
@@ -90,6 +90,44 @@ class ExperimentContext:
         if (run / "config.yaml").is_file():
             return train(out=run, resume=True, device=self.device, quiet=self.quiet)
         return train(config, run, device=self.device, quiet=self.quiet)
+
+    def train_tracked(self, label: str, config: TrainConfig, every: int,
+                      measure: Callable[[TrainResult], dict[str, float]]) -> tuple[TrainResult, list[dict[str, Any]]]:
+        """Train `config` in segments of `every` steps and call `measure` on the weights at the start and
+        after each segment: [{"step": k, **measure(result at step k)}, ...].
+
+        The segments are checkpoint + exact resume, so the final weights are those of an uninterrupted run;
+        the measurements are cached in the run directory (track.json) and the run resumes after a crash.
+        """
+        run = self.cache / f"{label}-{config_fingerprint(config)}"
+        track_file = run / "track.json"
+        track: list[dict[str, Any]] = json.loads(track_file.read_text()) if track_file.is_file() else []
+        done = {r["step"] for r in track}
+        summary = run / "summary.json"
+        if summary.is_file() and json.loads(summary.read_text()).get("status") == "completed" and \
+                config.steps in done:
+            return load_run(run), track
+        if track and not (run / "config.yaml").is_file():
+            track = []
+        if 0 not in {r["step"] for r in track}:
+            from icgd.train.engine import init_params
+
+            res0 = TrainResult(run, {}, config, init_params(config))
+            track = [{"step": 0} | measure(res0)]
+        result: TrainResult | None = None
+        step = max(r["step"] for r in track)
+        while step < config.steps:
+            target = min(step + every, config.steps)
+            if (run / "config.yaml").is_file():
+                result = train(out=run, resume=True, device=self.device, quiet=self.quiet, stop_after=target)
+            else:
+                result = train(config, run, device=self.device, quiet=self.quiet, stop_after=target)
+            step = result.summary["steps"]
+            track.append({"step": step} | measure(result))
+            tmp = track_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(track))
+            tmp.replace(track_file)
+        return (result if result is not None else load_run(run)), track
 
     # ----------------------------------------------------------------------------------- outputs
     def table(self, name: str, rows: list[dict[str, Any]]) -> Path:

@@ -1,0 +1,290 @@
+"""Nonlinear in-context learning and copying (source 000, sec. 3 nonlinear part and sec. 4; SPEC 2, 3).
+
+oswald-sine: sine-wave regression with an embedding + MLP + one LSA layer, against the control whose
+last layer is the GD construction on the MLP features (eta learnt); both start from the same seed.
+oswald-copy: interleaved tokens, a softmax layer then a linear layer, against one step of GD, with the
+first layer's token-to-token gradients tracked over training; the same with a linear first layer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from icgd.episodes import Episodes, make_generator
+from icgd.experiments.oswald import _curves, _med
+from icgd.experiments.registry import ExperimentContext, register
+from icgd.learners.tuning import tune_gd
+from icgd.metrics import alignment, evaluate
+from icgd.plots import COLORS, band, heatmap, label_axes, subplots
+from icgd.tasks import LinearRegression, SineRegression
+from icgd.tokens import interleaved_tokens
+from icgd.train.config import TrainConfig, build_config
+from icgd.train.engine import TrainResult
+
+EVAL_SEED = 20_231_100
+GRID = torch.linspace(-5, 5, 201, dtype=torch.float64)
+
+
+# ---------------------------------------------------------------------------------------- sine waves
+def sine_config(ctx: ExperimentContext, control: bool) -> TrainConfig:
+    """SPEC 2 model and control; batch 256 (a CPU-sized choice: the paper does not state its batch)."""
+    n = 2500 if ctx.quick else 10_000
+    return build_config({
+        "name": "sine-gd" if control else "sine-lsa", "task": {"kind": "sine"},
+        "model": {"kind": "mlp_lsa", "gd_control": control}, "optim": {"lr": 1e-3}, "steps": n,
+        "batch_size": 256, "seeds": ctx.seeds, "checkpoint_every": 500,
+        "eval": {"every": max(n // 40, 1), "n_tasks": 2048 if ctx.quick else 4096, "reference": "zero"}})
+
+
+def _rms(x: Tensor) -> float:
+    return float(x.pow(2).mean().sqrt())
+
+
+@register("oswald-sine", "sine waves: embedding + MLP + LSA vs the same with a GD layer on the MLP features "
+          "(Fig. 4)", "source 000, sec. 3, Fig. 4, A.7-A.8", quick_minutes=4.0, full_minutes=20.0)
+def sine(ctx: ExperimentContext) -> None:
+    tf_run = ctx.train("sine-lsa", sine_config(ctx, False))
+    gd_run = ctx.train("sine-gd", sine_config(ctx, True))
+    task = SineRegression()
+    ev = task.sample(4096 if ctx.quick else 10_000, make_generator(EVAL_SEED), dtype=torch.float64)
+    on_grid = task.sample(256, make_generator(EVAL_SEED + 1), dtype=torch.float64, query_x=GRID)
+    scale = _rms(on_grid.query_y)
+    rows = []
+    for s in ctx.seeds:
+        tf = tf_run.learner(s).to("cpu", torch.float64)
+        gd = gd_run.learner(s).to("cpu", torch.float64)
+        with torch.no_grad():
+            f0_tf, f0_gd = tf.initial_prediction(on_grid), gd.initial_prediction(on_grid)
+            f1_tf, f1_gd = tf.predict(on_grid), gd.predict(on_grid)
+        al = alignment(tf, gd, ev[:1024])
+        rows.append({
+            "seed": s, "tf_loss": evaluate(tf, ev).mean, "gd_loss": evaluate(gd, ev).mean,
+            "tf_initial_loss": _initial_loss(tf, ev), "gd_initial_loss": _initial_loss(gd, ev),
+            "eta_learnt": float(gd.eta),
+            "initial_function_distance": _rms(f0_tf - f0_gd) / scale,
+            "final_function_distance": _rms(f1_tf - f1_gd) / scale,
+            "tf_final_error": _rms(f1_tf - on_grid.query_y) / scale,
+            "gd_final_error": _rms(f1_gd - on_grid.query_y) / scale,
+            "prediction_difference": al["prediction_difference"].mean,
+            "sensitivity_cosine": al["sensitivity_cosine"].mean, "sensitivity_l2": al["sensitivity_l2"].mean})
+    ctx.table("sine", rows)
+    zero = float(ev.query_y.pow(2).sum(-1).mul(0.5).mean())
+    for key in ("tf_loss", "gd_loss", "initial_function_distance", "final_function_distance",
+                "prediction_difference", "sensitivity_cosine"):
+        ctx.result(f"{key}_median", _med([r[key] for r in rows]))
+    ctx.result("loss_ratio_max", max(max(r["tf_loss"] / r["gd_loss"], r["gd_loss"] / r["tf_loss"]) for r in rows))
+    ctx.result("loss_ratio_median", _med([max(r["tf_loss"] / r["gd_loss"], r["gd_loss"] / r["tf_loss"])
+                                          for r in rows]))
+    ctx.result("zero_loss", zero)
+    _sine_figures(ctx, tf_run, gd_run, on_grid)
+    med = {k: _med([r[k] for r in rows]) for k in rows[0] if k != "seed"}
+    ctx.report("TF and the GD-on-MLP-features control reach similar loss (Fig. 4)",
+               f"loss TF {med['tf_loss']:.4f}, control {med['gd_loss']:.4f} (zero predictor {zero:.3f}); "
+               f"median over seeds {ctx.seeds}")
+    ctx.report("almost identical learnt initial functions",
+               f"RMS distance of the initial functions {med['initial_function_distance']:.3f} x RMS(y)")
+    ctx.report("almost identical functions after the update",
+               f"RMS distance of the final functions {med['final_function_distance']:.3f} x RMS(y); each to the "
+               f"truth: TF {med['tf_final_error']:.3f}, control {med['gd_final_error']:.3f}")
+    ctx.report("alignment measures agree", f"prediction difference {med['prediction_difference']:.4f}, "
+               f"sensitivity cosine {med['sensitivity_cosine']:.4f} (Dx = 1: the cosine is the share of tasks "
+               f"whose slopes have the same sign), L2 {med['sensitivity_l2']:.4f}")
+    ctx.note(f"Set-up: batch 256, Adam 1e-3, {tf_run.config.steps} steps, d = 40, MLP 160 GELU units, x ~ U(-5, 5), "
+             "A ~ U(0.1, 5), phi ~ U(0, pi) independent. Distances are RMS over 256 held-out tasks x 201 grid "
+             "points, divided by the RMS of the true y on the grid.")
+
+
+def _initial_loss(learner: Any, ep: Episodes) -> float:
+    with torch.no_grad():
+        return float(0.5 * (learner.initial_prediction(ep) - ep.query_y).pow(2).sum(-1).mean())
+
+
+def _sine_figures(ctx: ExperimentContext, tf_run: TrainResult, gd_run: TrainResult, on_grid: Episodes) -> None:
+    s0 = ctx.seeds[0]
+    tf = tf_run.learner(s0).to("cpu", torch.float64)
+    gd = gd_run.learner(s0).to("cpu", torch.float64)
+    fig, axes = subplots(4, width=3.6, height=3.0)
+    for run, name, color in ((tf_run, "TF (MLP + LSA)", COLORS["tf"]), (gd_run, "MLP + GD step", COLORS["gd"])):
+        steps, ys = _curves(run, "eval_loss")
+        band(axes[0], steps, ys, name, color)
+    axes[0].set_yscale("log")
+    label_axes(axes[:1], ["held-out loss"], ["loss (0.5 MSE)"])
+    x = GRID.numpy()
+    with torch.no_grad():
+        f0 = {"tf": tf.initial_prediction(on_grid)[..., 0], "gd": gd.initial_prediction(on_grid)[..., 0]}
+        f1 = {"tf": tf.predict(on_grid)[..., 0], "gd": gd.predict(on_grid)[..., 0]}
+    for k, ax in enumerate(axes[1:]):
+        ax.plot(x, on_grid.query_y[k, :, 0], color="black", linewidth=2.2, alpha=0.35, label="true sine")
+        ax.scatter(on_grid.context_x[k, :, 0], on_grid.context_y[k, :, 0], color="black", s=12, zorder=3,
+                   label="context")
+        ax.plot(x, f0["tf"][k], color=COLORS["tf"], linestyle=":", label="TF before attention")
+        ax.plot(x, f0["gd"][k], color=COLORS["gd"], linestyle=":", label="control before GD step")
+        ax.plot(x, f1["tf"][k], color=COLORS["tf"], label="TF")
+        ax.plot(x, f1["gd"][k], color=COLORS["gd"], linestyle="--", label="control after GD step")
+        a, ph = on_grid.teacher[k, 0].tolist()
+        ax.set_title(f"task {k + 1}: A = {a:.2f}, phi = {ph:.2f}")
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
+    axes[1].legend(fontsize=6)
+    fig.suptitle(f"Sine-wave regression, seed {s0}: functions before and after the in-context update")
+    ctx.figure("sine_functions", fig)
+    # the kernel view (Prop. 2): k(x, x') between query-like tokens (y = 0)
+    xs = torch.linspace(-5, 5, 81, dtype=torch.float64)[:, None]
+    with torch.no_grad():
+        k_gd = gd.kernel(xs).numpy() * float(gd.eta) / on_grid.n_context
+        k_tf = tf.kernel(xs).numpy()
+        pv = (tf.attn.w_o @ tf.attn.w_v).sum(0)[-1, -1].item()  # how the target entry is carried
+        k_tf = -k_tf * pv  # the TF's update is not divided by N
+    fig, axes = subplots(2, width=3.8, height=3.4)
+    heatmap(axes[0], k_gd, "control: (eta/N) m(x)^T m(x')")
+    heatmap(axes[1], k_tf, "TF: -(PW_V)_yy (W_K h(x))^T W_Q h(x')")
+    for ax in axes:
+        ticks = [0, 20, 40, 60, 80]
+        ax.set_xticks(ticks, [f"{xs[i, 0]:.1f}" for i in ticks])
+        ax.set_yticks(ticks, [f"{xs[i, 0]:.1f}" for i in ticks])
+        ax.set_xlabel("x' (query)")
+        ax.set_ylabel("x (context input, y = 0)")
+    fig.suptitle("Kernel of the in-context update on the MLP features")
+    ctx.figure("sine_kernels", fig)
+
+
+# ------------------------------------------------------------------------------------------ copying
+def copy_config(ctx: ExperimentContext, first: str, n_steps: int) -> TrainConfig:
+    """SPEC 3: Dx = N = 10 interleaved tokens, layer 1 `first`, layer 2 linear, every token a key."""
+    return build_config({
+        "name": f"copy-{first}", "task": {"dx": 10, "n_context": 10},
+        "model": {"n_layers": 2, "kernels": [first, "linear"], "tokens": "interleaved", "query_in_keys": True},
+        "optim": {"lr": 1e-3}, "steps": n_steps, "batch_size": 512, "seeds": ctx.seeds, "checkpoint_every": 500,
+        "eval": {"every": max(n_steps // 40, 1), "n_tasks": 1024 if ctx.quick else 4096, "reference": "gd",
+                 "reference_steps": 1, "alignment_tasks": 256}})
+
+
+def token_gradients(learner: Any, ep: Episodes) -> dict[str, float]:
+    """Mean Frobenius norms of d(first-layer output of token t) / d(input token s), over the context's
+    x-tokens t = 0, 2, ..., 2N - 2 and the tasks of `ep`: s = t (self, with the residual), s = t + 1
+    (the neighbour, which holds y_t) and every other s (mean over those)."""
+    block = learner.model.layers[0]
+    tok = interleaved_tokens(ep).to(next(block.parameters()).dtype)
+    n_keys = 2 * ep.n_context
+
+    def layer(t: Tensor) -> Tensor:
+        return block(t.unsqueeze(0), n_keys)[0]
+
+    jac = torch.vmap(torch.func.jacrev(layer))(tok)  # (B, T, D, T, D)
+    norms = jac.pow(2).sum((2, 4)).sqrt()  # (B, T, T): [b, t, s]
+    t_idx = torch.arange(0, n_keys, 2)
+    self_ = norms[:, t_idx, t_idx].mean()
+    neigh = norms[:, t_idx, t_idx + 1].mean()
+    other = torch.ones(len(t_idx), norms.shape[2], dtype=torch.bool)  # (x-token t, key s)
+    other[torch.arange(len(t_idx)), t_idx] = False
+    other[torch.arange(len(t_idx)), t_idx + 1] = False
+    others = norms[:, t_idx][:, other].mean()
+    return {"self": float(self_.detach()), "neighbour": float(neigh.detach()), "others": float(others.detach())}
+
+
+def _first_crossing(steps: list[int], values: list[float], level: float, below: bool) -> int:
+    for st, v in zip(steps, values):
+        if (v <= level) if below else (v >= level):
+            return st
+    return steps[-1] + 1
+
+
+@register("oswald-copy", "interleaved tokens: a softmax layer learns to copy y next to x, then a linear layer "
+          "does GD; first-layer token gradients over training; linear first layer as control (Fig. 5)",
+          "source 000, sec. 4, Fig. 5, Prop. 3, A.5", quick_minutes=6.0, full_minutes=40.0)
+def copy(ctx: ExperimentContext) -> None:
+    n_steps = 3000 if ctx.quick else 12_000
+    task = LinearRegression(dx=10, n_context=10)
+    probe = task.sample(16 if ctx.quick else 32, make_generator(EVAL_SEED + 2), dtype=torch.float64)
+    ev = task.sample(4096 if ctx.quick else 10_000, make_generator(EVAL_SEED + 3), dtype=torch.float64)
+    gd = tune_gd(task.sample(10_000, make_generator(EVAL_SEED + 4), dtype=torch.float64), 1)
+    gd_loss = evaluate(gd, ev).mean
+    gd2_loss = evaluate(tune_gd(task.sample(10_000, make_generator(EVAL_SEED + 4), dtype=torch.float64), 2), ev).mean
+    zero = float(ev.query_y.pow(2).sum(-1).mul(0.5).mean())
+    fig, axes = subplots(3, width=3.9, height=3.1)
+    rows, summary = [], {}
+    for first, color in (("softmax", COLORS["tf"]), ("linear", COLORS["other"])):
+        cfg = copy_config(ctx, first, n_steps)
+
+        def measure(res: TrainResult) -> dict[str, float]:
+            out = {}
+            for s in res.config.seeds:
+                g = token_gradients(_learner64(res, s), probe)
+                out |= {f"seed{s}.{k}": v for k, v in g.items()}
+            return out
+
+        res, track = ctx.train_tracked(f"copy-{first}", cfg, max(n_steps // 30, 1), measure)
+        steps = [r["step"] for r in track]
+        loss_steps, losses = _curves(res, "eval_loss")
+        band(axes[0], loss_steps, losses, f"{first} first layer", color, per_seed=True)
+        for k, style in (("neighbour", "-"), ("others", ":"), ("self", "--")):
+            ys = np.array([[r[f"seed{s}.{k}"] for r in track] for s in ctx.seeds])
+            ax = axes[1] if first == "softmax" else axes[2]
+            band(ax, steps, ys, f"s = t + 1" if k == "neighbour" else ("s = t" if k == "self" else "other s"),
+                 {"neighbour": COLORS["tf"], "others": COLORS["other"], "self": COLORS["gd"]}[k], per_seed=True,
+                 linestyle=style)
+        per_seed = []
+        for i, s in enumerate(ctx.seeds):
+            learner = _learner64(res, s)
+            loss = evaluate(learner, ev).mean
+            neigh = [r[f"seed{s}.neighbour"] for r in track]
+            l0 = float(losses[i][0])
+            t_loss = _first_crossing(loss_steps, list(losses[i]), (l0 + gd_loss) / 2, below=True)
+            t_grad = _first_crossing(steps, neigh, neigh[0] + (neigh[-1] - neigh[0]) / 2, below=False)
+            row = {"first_layer": first, "seed": s, "loss": loss, "loss_over_gd1": loss / gd_loss,
+                   "neighbour_grad_final": neigh[-1], "others_grad_final": track[-1][f"seed{s}.others"],
+                   "self_grad_final": track[-1][f"seed{s}.self"], "loss_halfway_step": t_loss,
+                   "neighbour_grad_halfway_step": t_grad}
+            rows.append(row)
+            per_seed.append(row)
+        summary[first] = per_seed
+        ctx.result(f"{first}.loss_over_gd1_median", _med([r["loss_over_gd1"] for r in per_seed]))
+        ctx.result(f"{first}.neighbour_over_others_final_median",
+                   _med([r["neighbour_grad_final"] / r["others_grad_final"] for r in per_seed]))
+        learnt = [r for r in per_seed if r["loss_over_gd1"] < 1.05]
+        ctx.result(f"{first}.seeds_reaching_gd1", len(learnt))
+        if first == "softmax":
+            ratios = [r["neighbour_grad_halfway_step"] / r["loss_halfway_step"] for r in per_seed
+                      if r["loss_halfway_step"] <= n_steps]
+            ctx.result("softmax.grad_before_loss_ratio_median", _med(ratios) if ratios else float("nan"))
+    for ax in axes:
+        ax.set_xlabel("training step")
+    axes[0].axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="1 step of GD")
+    axes[0].axhline(gd2_loss, color=COLORS["gdpp"], linestyle=":", label="2 steps of GD")
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("held-out loss")
+    axes[0].set_title("loss (one line per seed)")
+    axes[0].legend(fontsize=6)
+    axes[1].set_title("softmax first layer: |d out_t / d in_s|")
+    axes[2].set_title("linear first layer: |d out_t / d in_s|")
+    for ax in axes[1:]:
+        ax.set_ylabel("mean Frobenius norm")
+        ax.set_yscale("log")
+        ax.legend(fontsize=6)
+    ctx.figure("copy", fig)
+    ctx.table("copy", rows)
+    ctx.result("gd1_loss", gd_loss)
+    ctx.result("gd2_loss", gd2_loss)
+    ctx.result("zero_loss", zero)
+    sm, li = summary["softmax"], summary["linear"]
+    ctx.report("the softmax-then-linear model matches one step of GD (not two)",
+               f"loss / 1-step GD: median {_med([r['loss_over_gd1'] for r in sm]):.3f} "
+               f"(1-step GD {gd_loss:.4f}, 2-step GD {gd2_loss:.4f}, zero {zero:.4f}); "
+               f"{sum(r['loss_over_gd1'] < 1.05 for r in sm)} of {len(sm)} seeds within 5%")
+    ctx.report("before the loss drops, token t depends on its neighbour t + 1, not on others",
+               f"final |d out_t/d in_t+1| / |d out_t/d in_other| median "
+               f"{_med([r['neighbour_grad_final'] / r['others_grad_final'] for r in sm]):.1f}; halfway steps "
+               f"(gradient, loss) per seed: {[(r['neighbour_grad_halfway_step'], r['loss_halfway_step']) for r in sm]}")
+    ctx.report("a linear first layer could not be trained",
+               f"loss / 1-step GD with a linear first layer: median {_med([r['loss_over_gd1'] for r in li]):.3f}")
+    ctx.note(f"Set-up: Dx = N = 10, interleaved tokens [x or 0; y or 0; one-hot position] (T = 21, D = 32), every "
+             f"token a key, batch 512, Adam 1e-3, {n_steps} steps, seeds {ctx.seeds}. Gradients: mean Frobenius "
+             f"norm of d(layer-1 output of x-token t)/d(input token s) over {probe.batch_size} probe tasks.")
+
+
+def _learner64(res: TrainResult, seed: int) -> Any:
+    return res.learner(seed).to("cpu", torch.float64)
