@@ -64,7 +64,7 @@ def sine(ctx: ExperimentContext) -> None:
         rows.append({
             "seed": s, "tf_loss": evaluate(tf, ev).mean, "gd_loss": evaluate(gd, ev).mean,
             "tf_initial_loss": _initial_loss(tf, ev), "gd_initial_loss": _initial_loss(gd, ev),
-            "eta_learnt": float(gd.eta),
+            "eta_learnt": float(gd.eta.detach()),
             "initial_function_distance": _rms(f0_tf - f0_gd) / scale,
             "final_function_distance": _rms(f1_tf - f1_gd) / scale,
             "tf_final_error": _rms(f1_tf - on_grid.query_y) / scale,
@@ -91,8 +91,8 @@ def sine(ctx: ExperimentContext) -> None:
                f"RMS distance of the final functions {med['final_function_distance']:.3f} x RMS(y); each to the "
                f"truth: TF {med['tf_final_error']:.3f}, control {med['gd_final_error']:.3f}")
     ctx.report("alignment measures agree", f"prediction difference {med['prediction_difference']:.4f}, "
-               f"sensitivity cosine {med['sensitivity_cosine']:.4f} (Dx = 1: the cosine is the share of tasks "
-               f"whose slopes have the same sign), L2 {med['sensitivity_l2']:.4f}")
+               f"sensitivity cosine {med['sensitivity_cosine']:.4f} (Dx = 1: each task's cosine is +1 or -1, "
+               f"so this is 2 p - 1 for p the share of tasks whose slopes agree in sign), L2 {med['sensitivity_l2']:.4f}")
     ctx.note(f"Set-up: batch 256, Adam 1e-3, {tf_run.config.steps} steps, d = 40, MLP 160 GELU units, x ~ U(-5, 5), "
              "A ~ U(0.1, 5), phi ~ U(0, pi) independent. Distances are RMS over 256 held-out tasks x 201 grid "
              "points, divided by the RMS of the true y on the grid.")

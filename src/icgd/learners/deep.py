@@ -128,5 +128,5 @@ class FeatureLSA(nn.Module):
     def describe(self) -> dict[str, Any]:
         d = {"learner": self.name, "d_embed": self.d_embed, "gd_control": self.gd_control}
         if self.gd_control:
-            d["eta"] = float(self.eta)
+            d["eta"] = float(self.eta.detach())
         return d
