@@ -4,7 +4,12 @@ import pytest
 import torch
 
 from icgd import make_generator
-from icgd.constructions import gd_construction, gd_weights, gdpp_weights, load_layer_weights
+from icgd.constructions import (
+    gd_construction,
+    gd_weights,
+    gdpp_weights,
+    load_layer_weights,
+)
 from icgd.learners import GD, GDPlusPlus, TransformerLearner, gd_transformer
 from icgd.nn.stack import Stack
 from icgd.tasks import LinearRegression

@@ -10,7 +10,12 @@ from icgd.claims.base import SUITES, Claim, format_report, suite, verify
 from icgd.cli import main
 from icgd.constructions import gd_construction
 from icgd.experiments import oswald
-from icgd.experiments.registry import ExperimentContext, experiments, get_experiment, register
+from icgd.experiments.registry import (
+    ExperimentContext,
+    experiments,
+    get_experiment,
+    register,
+)
 from icgd.learners import GD, TransformerLearner
 from icgd.tasks import LinearRegression
 from icgd.train.config import build_config

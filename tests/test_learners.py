@@ -2,7 +2,15 @@ import pytest
 import torch
 
 from icgd import make_generator
-from icgd.learners import GD, GDPlusPlus, LeastSquares, Learner, Ridge, ZeroPredictor, gd_transformer
+from icgd.learners import (
+    GD,
+    GDPlusPlus,
+    Learner,
+    LeastSquares,
+    Ridge,
+    ZeroPredictor,
+    gd_transformer,
+)
 from icgd.tasks import LinearRegression
 
 

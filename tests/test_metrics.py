@@ -5,7 +5,14 @@ import torch
 
 from icgd import ShapeError, make_generator
 from icgd.learners import GD, LeastSquares, ZeroPredictor, gd_transformer
-from icgd.metrics import Stat, alignment, evaluate, query_loss, sensitivities, task_losses
+from icgd.metrics import (
+    Stat,
+    alignment,
+    evaluate,
+    query_loss,
+    sensitivities,
+    task_losses,
+)
 from icgd.tasks import LinearRegression
 
 

@@ -4,8 +4,16 @@ from hypothesis import strategies as st
 
 from icgd import Episodes, make_generator
 from icgd.tasks import LinearRegression
-from icgd.tokens import (ConcatTokens, InterleavedTokens, concat_readout, concat_to_episodes, concat_tokens,
-                         interleaved_readout, interleaved_to_episodes, interleaved_tokens)
+from icgd.tokens import (
+    ConcatTokens,
+    InterleavedTokens,
+    concat_readout,
+    concat_to_episodes,
+    concat_tokens,
+    interleaved_readout,
+    interleaved_to_episodes,
+    interleaved_tokens,
+)
 
 dims = dict(b=st.integers(1, 5), n=st.integers(1, 8), q=st.integers(1, 3), dx=st.integers(1, 6),
             dy=st.integers(1, 3))

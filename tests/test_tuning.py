@@ -6,7 +6,13 @@ import torch
 from icgd import make_generator
 from icgd.baselines import run_baselines
 from icgd.learners import GD
-from icgd.learners.tuning import analytic_eta, gd_loss_fn, line_search, tune_gd, tune_gdpp
+from icgd.learners.tuning import (
+    analytic_eta,
+    gd_loss_fn,
+    line_search,
+    tune_gd,
+    tune_gdpp,
+)
 from icgd.metrics import evaluate
 from icgd.tasks import LinearRegression
 

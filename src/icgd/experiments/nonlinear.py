@@ -224,7 +224,7 @@ def copy(ctx: ExperimentContext) -> None:
         for k, style in (("neighbour", "-"), ("others", ":"), ("self", "--")):
             ys = np.array([[r[f"seed{s}.{k}"] for r in track] for s in ctx.seeds])
             ax = axes[1] if first == "softmax" else axes[2]
-            band(ax, steps, ys, f"s = t + 1" if k == "neighbour" else ("s = t" if k == "self" else "other s"),
+            band(ax, steps, ys, "s = t + 1" if k == "neighbour" else ("s = t" if k == "self" else "other s"),
                  {"neighbour": COLORS["tf"], "others": COLORS["other"], "self": COLORS["gd"]}[k], per_seed=True,
                  linestyle=style)
         per_seed = []
@@ -255,7 +255,6 @@ def copy(ctx: ExperimentContext) -> None:
         ax.set_xlabel("training step")
     axes[0].axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="1 step of GD")
     axes[0].axhline(gd2_loss, color=COLORS["gdpp"], linestyle=":", label="2 steps of GD")
-    axes[0].set_yscale("log")
     axes[0].set_ylabel("held-out loss")
     axes[0].set_title("loss (one line per seed)")
     axes[0].legend(fontsize=6)
