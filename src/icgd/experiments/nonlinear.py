@@ -45,7 +45,7 @@ def _rms(x: Tensor) -> float:
 
 
 @register("oswald-sine", "sine waves: embedding + MLP + LSA vs the same with a GD layer on the MLP features "
-          "(Fig. 4)", "source 000, sec. 3, Fig. 4, A.7-A.8", quick_minutes=4.0, full_minutes=20.0)
+          "(Fig. 4)", "source 000, sec. 3, Fig. 4, A.7-A.8", quick_minutes=8.0, full_minutes=40.0)
 def sine(ctx: ExperimentContext) -> None:
     tf_run = ctx.train("sine-lsa", sine_config(ctx, False))
     gd_run = ctx.train("sine-gd", sine_config(ctx, True))
@@ -195,7 +195,7 @@ def _first_crossing(steps: list[int], values: list[float], level: float, below: 
 
 @register("oswald-copy", "interleaved tokens: a softmax layer learns to copy y next to x, then a linear layer "
           "does GD; first-layer token gradients over training; linear first layer as control (Fig. 5)",
-          "source 000, sec. 4, Fig. 5, Prop. 3, A.5", quick_minutes=6.0, full_minutes=40.0)
+          "source 000, sec. 4, Fig. 5, Prop. 3, A.5", quick_minutes=5.0, full_minutes=25.0)
 def copy(ctx: ExperimentContext) -> None:
     n_steps = 3000 if ctx.quick else 12_000
     task = LinearRegression(dx=10, n_context=10)
