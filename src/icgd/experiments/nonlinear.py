@@ -15,10 +15,11 @@ import torch
 from torch import Tensor
 
 from icgd.episodes import Episodes, make_generator
-from icgd.experiments.oswald import _curves, _med
+from icgd.experiments.oswald import _curves, _med, seed_learners
 from icgd.experiments.registry import ExperimentContext, register
+from icgd.learners.explicit import ZeroPredictor
 from icgd.learners.tuning import tune_gd
-from icgd.metrics import alignment, evaluate
+from icgd.metrics import alignment, evaluate, query_loss
 from icgd.plots import COLORS, band, heatmap, label_axes, subplots
 from icgd.tasks import LinearRegression, SineRegression
 from icgd.tokens import interleaved_tokens
@@ -54,9 +55,7 @@ def sine(ctx: ExperimentContext) -> None:
     on_grid = task.sample(256, make_generator(EVAL_SEED + 1), dtype=torch.float64, query_x=GRID)
     scale = _rms(on_grid.query_y)
     rows = []
-    for s in ctx.seeds:
-        tf = tf_run.learner(s).to("cpu", torch.float64)
-        gd = gd_run.learner(s).to("cpu", torch.float64)
+    for s, tf, gd in zip(ctx.seeds, seed_learners(tf_run), seed_learners(gd_run)):
         with torch.no_grad():
             f0_tf, f0_gd = tf.initial_prediction(on_grid), gd.initial_prediction(on_grid)
             f1_tf, f1_gd = tf.predict(on_grid), gd.predict(on_grid)
@@ -72,7 +71,7 @@ def sine(ctx: ExperimentContext) -> None:
             "prediction_difference": al["prediction_difference"].mean,
             "sensitivity_cosine": al["sensitivity_cosine"].mean, "sensitivity_l2": al["sensitivity_l2"].mean})
     ctx.table("sine", rows)
-    zero = float(ev.query_y.pow(2).sum(-1).mul(0.5).mean())
+    zero = evaluate(ZeroPredictor(), ev).mean
     for key in ("tf_loss", "gd_loss", "initial_function_distance", "final_function_distance",
                 "prediction_difference", "sensitivity_cosine"):
         ctx.result(f"{key}_median", _med([r[key] for r in rows]))
@@ -100,13 +99,12 @@ def sine(ctx: ExperimentContext) -> None:
 
 def _initial_loss(learner: Any, ep: Episodes) -> float:
     with torch.no_grad():
-        return float(0.5 * (learner.initial_prediction(ep) - ep.query_y).pow(2).sum(-1).mean())
+        return float(query_loss(learner.initial_prediction(ep), ep.query_y).mean())
 
 
 def _sine_figures(ctx: ExperimentContext, tf_run: TrainResult, gd_run: TrainResult, on_grid: Episodes) -> None:
     s0 = ctx.seeds[0]
-    tf = tf_run.learner(s0).to("cpu", torch.float64)
-    gd = gd_run.learner(s0).to("cpu", torch.float64)
+    tf, gd = seed_learners(tf_run)[0], seed_learners(gd_run)[0]
     fig, axes = subplots(4, width=3.6, height=3.0)
     for run, name, color in ((tf_run, "TF (MLP + LSA)", COLORS["tf"]), (gd_run, "MLP + GD step", COLORS["gd"])):
         steps, ys = _curves(run, "eval_loss")
@@ -204,7 +202,7 @@ def copy(ctx: ExperimentContext) -> None:
     gd = tune_gd(task.sample(10_000, make_generator(EVAL_SEED + 4), dtype=torch.float64), 1)
     gd_loss = evaluate(gd, ev).mean
     gd2_loss = evaluate(tune_gd(task.sample(10_000, make_generator(EVAL_SEED + 4), dtype=torch.float64), 2), ev).mean
-    zero = float(ev.query_y.pow(2).sum(-1).mul(0.5).mean())
+    zero = evaluate(ZeroPredictor(), ev).mean
     fig, axes = subplots(3, width=3.9, height=3.1)
     rows, summary = [], {}
     for first, color in (("softmax", COLORS["tf"]), ("linear", COLORS["other"])):
@@ -212,8 +210,8 @@ def copy(ctx: ExperimentContext) -> None:
 
         def measure(res: TrainResult) -> dict[str, float]:
             out = {}
-            for s in res.config.seeds:
-                g = token_gradients(_learner64(res, s), probe)
+            for s, learner in zip(res.config.seeds, seed_learners(res)):
+                g = token_gradients(learner, probe)
                 out |= {f"seed{s}.{k}": v for k, v in g.items()}
             return out
 
@@ -228,8 +226,7 @@ def copy(ctx: ExperimentContext) -> None:
                  {"neighbour": COLORS["tf"], "others": COLORS["other"], "self": COLORS["gd"]}[k], per_seed=True,
                  linestyle=style)
         per_seed = []
-        for i, s in enumerate(ctx.seeds):
-            learner = _learner64(res, s)
+        for i, (s, learner) in enumerate(zip(ctx.seeds, seed_learners(res))):
             loss = evaluate(learner, ev).mean
             neigh = [r[f"seed{s}.neighbour"] for r in track]
             l0 = float(losses[i][0])
@@ -284,6 +281,3 @@ def copy(ctx: ExperimentContext) -> None:
              f"token a key, batch 512, Adam 1e-3, {n_steps} steps, seeds {ctx.seeds}. Gradients: mean Frobenius "
              f"norm of d(layer-1 output of x-token t)/d(input token s) over {probe.batch_size} probe tasks.")
 
-
-def _learner64(res: TrainResult, seed: int) -> Any:
-    return res.learner(seed).to("cpu", torch.float64)

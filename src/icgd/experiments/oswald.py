@@ -55,7 +55,7 @@ def curve_tasks(res: TrainResult) -> Episodes:
     return c.task.sample(c.eval.n_tasks, make_generator(c.eval.seed), dtype=torch.float64)
 
 
-def seed_learners(res: TrainResult) -> list[TransformerLearner]:
+def seed_learners(res: TrainResult) -> list[Any]:
     """Every seed's trained model, in float64 on the CPU."""
     return [res.learner(s).to("cpu", torch.float64) for s in res.config.seeds]
 

@@ -82,14 +82,8 @@ class ExperimentContext:
     # ----------------------------------------------------------------------------- trained models
     def train(self, label: str, config: TrainConfig) -> TrainResult:
         """Train (or reuse, or resume) `config`; cached under cache/<label>-<hash of the config>."""
-        key = config_fingerprint(config)
-        run = self.cache / f"{label}-{key}"
-        summary = run / "summary.json"
-        if summary.is_file() and json.loads(summary.read_text()).get("status") == "completed":
-            return load_run(run)
-        if (run / "config.yaml").is_file():
-            return train(out=run, resume=True, device=self.device, quiet=self.quiet)
-        return train(config, run, device=self.device, quiet=self.quiet)
+        run = self._run_dir(label, config)
+        return load_run(run) if _completed(run) else self._train_to(run, config)
 
     def train_tracked(self, label: str, config: TrainConfig, every: int,
                       measure: Callable[[TrainResult], dict[str, float]]) -> tuple[TrainResult, list[dict[str, Any]]]:
@@ -99,35 +93,34 @@ class ExperimentContext:
         The segments are checkpoint + exact resume, so the final weights are those of an uninterrupted run;
         the measurements are cached in the run directory (track.json) and the run resumes after a crash.
         """
-        run = self.cache / f"{label}-{config_fingerprint(config)}"
+        run = self._run_dir(label, config)
         track_file = run / "track.json"
         track: list[dict[str, Any]] = json.loads(track_file.read_text()) if track_file.is_file() else []
-        done = {r["step"] for r in track}
-        summary = run / "summary.json"
-        if summary.is_file() and json.loads(summary.read_text()).get("status") == "completed" and \
-                config.steps in done:
+        if _completed(run) and config.steps in {r["step"] for r in track}:
             return load_run(run), track
-        if track and not (run / "config.yaml").is_file():
-            track = []
-        if 0 not in {r["step"] for r in track}:
+        if not track or not (run / "config.yaml").is_file():
             from icgd.train.engine import init_params
 
-            res0 = TrainResult(run, {}, config, init_params(config))
-            track = [{"step": 0} | measure(res0)]
+            track = [{"step": 0} | measure(TrainResult(run, {}, config, init_params(config)))]
         result: TrainResult | None = None
-        step = max(r["step"] for r in track)
+        step = track[-1]["step"]
         while step < config.steps:
-            target = min(step + every, config.steps)
-            if (run / "config.yaml").is_file():
-                result = train(out=run, resume=True, device=self.device, quiet=self.quiet, stop_after=target)
-            else:
-                result = train(config, run, device=self.device, quiet=self.quiet, stop_after=target)
+            result = self._train_to(run, config, stop_after=min(step + every, config.steps))
             step = result.summary["steps"]
             track.append({"step": step} | measure(result))
             tmp = track_file.with_suffix(".tmp")
             tmp.write_text(json.dumps(track))
             tmp.replace(track_file)
         return (result if result is not None else load_run(run)), track
+
+    def _run_dir(self, label: str, config: TrainConfig) -> Path:
+        return self.cache / f"{label}-{config_fingerprint(config)}"
+
+    def _train_to(self, run: Path, config: TrainConfig, stop_after: int | None = None) -> TrainResult:
+        """Start the run in `run`, or resume it when it was started, until `stop_after` or the end."""
+        if (run / "config.yaml").is_file():
+            return train(out=run, resume=True, device=self.device, quiet=self.quiet, stop_after=stop_after)
+        return train(config, run, device=self.device, quiet=self.quiet, stop_after=stop_after)
 
     # ----------------------------------------------------------------------------------- outputs
     def table(self, name: str, rows: list[dict[str, Any]]) -> Path:
@@ -157,6 +150,11 @@ class ExperimentContext:
 
     def note(self, text: str) -> None:
         self.report_lines.append(f"\n{text}\n")
+
+
+def _completed(run: Path) -> bool:
+    summary = run / "summary.json"
+    return summary.is_file() and json.loads(summary.read_text()).get("status") == "completed"
 
 
 def load_run(run: str | Path) -> TrainResult:

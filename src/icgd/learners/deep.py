@@ -67,6 +67,11 @@ class FeatureLSA(nn.Module):
             std = attention_init_std if attention_init_std is not None else math.sqrt(0.002 / d_embed)
             self.attn = Attention(AttentionConfig(d_model=d_embed), init_std=std, generator=generator, **kw)
 
+    @property
+    def n_features(self) -> int:
+        """Width of the features m: every embedding coordinate but the last Dy (the target t)."""
+        return self.d_embed - self.dy
+
     # ------------------------------------------------------------------------------------- parts
     def features(self, ep: Episodes, cache: dict[str, Tensor] | None = None) -> Tensor:
         """h = h0 + MLP(h0) for all tokens (B, N + Q, d), context first."""
@@ -83,8 +88,7 @@ class FeatureLSA(nn.Module):
         """The attention (or GD) update of the tokens h (B, T, d)."""
         if self.attn is not None:
             return self.attn(h, n_context, cache, "attn")
-        f = self.d_embed - self.dy
-        m, t = h[..., :f], h[..., f:]
+        m, t = h[..., :self.n_features], h[..., self.n_features:]
         mc, tc = m[:, :n_context], t[:, :n_context]
         # y_j <- y_j - (eta / N) sum_i t_i m_i^T m_j, the x-part unchanged (Prop. 1 with W0 = 0)
         dt = -(self.eta / n_context) * (m @ mc.transpose(1, 2)) @ tc
@@ -120,7 +124,7 @@ class FeatureLSA(nn.Module):
         h = self.features(ep)[0]
         hk, hq = h[: x.shape[0]], h[x.shape[0]:]
         if self.attn is None:
-            f = self.d_embed - self.dy
+            f = self.n_features
             return hk[:, :f] @ hq[:, :f].T
         wk, wq = self.attn.w_k, self.attn.w_q  # (H, dk, d)
         return torch.einsum("hkd,nd,hke,me->nm", wk, hk, wq, hq)

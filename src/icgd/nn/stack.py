@@ -22,6 +22,16 @@ from icgd.nn.attention import Attention, AttentionConfig
 from icgd.nn.kernels import KernelName
 
 
+def check_layer_kernels(kernels: tuple[str, ...] | list[str] | None, n_layers: int, recurrent: bool) -> None:
+    """Raise ValueError unless `kernels` is None or one kernel per layer of a non-recurrent stack."""
+    if kernels is None:
+        return
+    if recurrent:
+        raise ValueError("kernels: a recurrent stack has one block, so one kernel (attention.kernel)")
+    if len(kernels) != n_layers:
+        raise ValueError(f"kernels: {len(kernels)} given for n_layers={n_layers}")
+
+
 class StackConfig(BaseModel):
     """A stack of identical-shaped blocks. `init_scale` sets the truncated-normal init of attention weights:
     std = sqrt(init_scale / d_model) (fan-in variance scaling), default init_scale = 0.002 / n_layers
@@ -43,11 +53,7 @@ class StackConfig(BaseModel):
 
     @model_validator(mode="after")
     def _kernels(self) -> "StackConfig":
-        if self.kernels is not None:
-            if self.recurrent:
-                raise ValueError("kernels: a recurrent stack has one block, so one kernel (attention.kernel)")
-            if len(self.kernels) != self.n_layers:
-                raise ValueError(f"kernels: {len(self.kernels)} given for n_layers={self.n_layers}")
+        check_layer_kernels(self.kernels, self.n_layers, self.recurrent)
         return self
 
     def layer_attention(self, index: int) -> AttentionConfig:

@@ -19,7 +19,7 @@ from pydantic import (
 
 from icgd.nn.attention import AttentionConfig
 from icgd.nn.kernels import KernelName
-from icgd.nn.stack import StackConfig
+from icgd.nn.stack import StackConfig, check_layer_kernels
 from icgd.tasks.linear import LinearRegression
 from icgd.tasks.sine import SineRegression
 
@@ -52,6 +52,11 @@ class ModelConfig(_Strict):
     tokens: Literal["concat", "interleaved"] = "concat"
     kernels: list[KernelName] | None = Field(None, description="one kernel per layer (overrides kernel)")
 
+    @model_validator(mode="after")
+    def _kernels(self) -> "ModelConfig":
+        check_layer_kernels(self.kernels, self.n_layers, self.recurrent)
+        return self
+
     def stack_config(self, d_model: int) -> StackConfig:
         attn = AttentionConfig(d_model=d_model, n_heads=self.n_heads, kernel=self.kernel, d_key=self.d_key,
                                d_value=self.d_value, normalize=self.normalize, query_in_keys=self.query_in_keys)
@@ -77,18 +82,23 @@ class FeatureLSAConfig(_Strict):
         return 1
 
 
-def _model_kind(v: Any) -> str:
-    return v.get("kind", "stack") if isinstance(v, dict) else getattr(v, "kind", "stack")
+#: the kinds a config section may name (`model.kind`, `task.kind`); the first is the default
+MODEL_KINDS: dict[str, type[BaseModel]] = {"stack": ModelConfig, "mlp_lsa": FeatureLSAConfig}
+TASK_KINDS: dict[str, type[BaseModel]] = {"linear": LinearRegression, "sine": SineRegression}
 
 
-AnyModelConfig = Annotated[Union[Annotated[ModelConfig, Tag("stack")], Annotated[FeatureLSAConfig, Tag("mlp_lsa")]],
-                           Discriminator(_model_kind)]
-def _task_kind(v: Any) -> str:
-    return v.get("kind", "linear") if isinstance(v, dict) else getattr(v, "kind", "linear")
+def _tagged_union(kinds: dict[str, type[BaseModel]]) -> Any:
+    """A pydantic union of `kinds` chosen by the `kind` key, which defaults to the first kind."""
+    default = next(iter(kinds))
+
+    def kind_of(v: Any) -> str:
+        return v.get("kind", default) if isinstance(v, dict) else getattr(v, "kind", default)
+
+    return Annotated[Union[tuple(Annotated[c, Tag(k)] for k, c in kinds.items())], Discriminator(kind_of)]
 
 
-AnyTask = Annotated[Union[Annotated[LinearRegression, Tag("linear")], Annotated[SineRegression, Tag("sine")]],
-                    Discriminator(_task_kind)]
+AnyModelConfig = _tagged_union(MODEL_KINDS)
+AnyTask = _tagged_union(TASK_KINDS)
 
 
 class OptimConfig(_Strict):
@@ -148,14 +158,6 @@ class TrainConfig(_Strict):
     def _consistent(self) -> "TrainConfig":
         if self.train_set_size is not None and self.train_set_size < self.batch_size:
             raise ValueError(f"train_set_size={self.train_set_size} is smaller than batch_size={self.batch_size}")
-        return self
-
-    @model_validator(mode="after")
-    def _model_fits(self) -> "TrainConfig":
-        if isinstance(self.model, ModelConfig) and self.model.kernels is not None:
-            if len(self.model.kernels) != self.model.n_layers or self.model.recurrent:
-                raise ValueError(f"model.kernels: one kernel per layer of a non-recurrent stack "
-                                 f"({self.model.n_layers} layers), got {self.model.kernels}")
         return self
 
     @property
@@ -236,7 +238,7 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 def validation_message(err: ValidationError, prefix: str = "invalid config") -> str:
     """One line naming each bad key and its value."""
     parts = []
-    tags = {"model": ("stack", "mlp_lsa"), "task": ("linear", "sine")}
+    tags = {"model": MODEL_KINDS, "task": TASK_KINDS}
     for e in err.errors():
         keys = [str(x) for x in e["loc"]]
         if len(keys) > 1 and keys[1] in tags.get(keys[0], ()):
