@@ -222,3 +222,11 @@ def test_other_model_kinds_train_with_batched_seeds_equal_to_separate_seeds(tmp_
     task = SineRegression() if kind != "copy" else LinearRegression(dx=3, n_context=4)
     ep = task.sample(5, torch.Generator().manual_seed(0), dtype=torch.float64)
     assert learner.predict(ep).shape == (5, 1, 1)
+
+
+def test_per_layer_kernels_are_checked_when_the_config_is_read():
+    with pytest.raises(ConfigError, match="kernels: 2 given for n_layers=1"):
+        load_config("lsa-1", ["model.kernels=[softmax,linear]"])
+    with pytest.raises(ConfigError, match="recurrent stack has one block"):
+        load_config("lsa-2-recurrent", ["model.kernels=[softmax,linear]"])
+    assert load_config("copy-2").model.kernels == ["softmax", "linear"]

@@ -96,8 +96,6 @@ class ExperimentContext:
         run = self._run_dir(label, config)
         track_file = run / "track.json"
         track: list[dict[str, Any]] = json.loads(track_file.read_text()) if track_file.is_file() else []
-        if _completed(run) and config.steps in {r["step"] for r in track}:
-            return load_run(run), track
         if not track or not (run / "config.yaml").is_file():
             from icgd.train.engine import init_params
 
