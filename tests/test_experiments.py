@@ -144,3 +144,34 @@ def test_tracked_training_equals_an_uninterrupted_run(tmp_path):
     n = len(calls)
     _, again = ctx.train_tracked("t", cfg, 10, measure)  # cached: nothing retrained or remeasured
     assert again == track and len(calls) == n
+
+
+def test_blog_suite_and_experiments_are_registered():
+    from icgd.claims.base import suite_names
+
+    assert "blog" in suite_names()
+    assert {"blog-eta", "blog-dampening", "blog-lstm", "blog-scaling"} <= set(experiments())
+    assert {c.experiment for c in SUITES["blog"]()} == {"blog-eta", "blog-dampening", "blog-lstm", "blog-scaling"}
+
+
+def test_implicit_eta_of_the_construction_and_dampened_repetition_is_gd_with_eta_times_lambda():
+    from icgd.experiments.blog import implicit_eta
+
+    eta, lam = 1.3, 0.7
+    kq, pv = oswald.gd_products(4, 1, eta, 6)
+    assert implicit_eta(kq * 2.5, pv / 2.5, 4, 6) == pytest.approx(eta, rel=1e-12)  # rescaling-invariant
+    ep = LinearRegression(dx=4, n_context=6).sample(50, make_generator(3), dtype=torch.float64)
+    tf = oswald.tf_repeat_losses(kq, pv, lam, ep, repeats=7)
+    gd = oswald.gd_repeat_losses(eta * lam, ep, repeats=7)
+    torch.testing.assert_close(tf, gd, rtol=1e-10, atol=1e-12)
+    assert not torch.allclose(tf, oswald.gd_repeat_losses(eta, ep, repeats=7))
+
+
+def test_student_t_quantiles_and_intervals():
+    from icgd.experiments.blog import mean_ci, t95
+
+    for df, exact in ((1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (19, 2.0930), (1000, 1.9623)):
+        assert t95(df) == pytest.approx(exact, abs=1e-4)
+    m, lo, hi = mean_ci([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert m == 3.0 and hi - m == pytest.approx(2.7764 * (2.5 ** 0.5) / 5 ** 0.5, rel=1e-4)
+    assert m - lo == pytest.approx(hi - m, rel=1e-12)

@@ -199,9 +199,12 @@ def test_presets_are_valid_and_yaml_round_trips(tmp_path):
     assert load_config("lsa-5").optim.lr == 5e-4
 
 
-@pytest.mark.parametrize("kind", ["sine-lsa", "sine-gd", "copy"])
+@pytest.mark.parametrize("kind", ["sine-lsa", "sine-gd", "copy", "lstm", "bilstm"])
 def test_other_model_kinds_train_with_batched_seeds_equal_to_separate_seeds(tmp_path, kind):
-    if kind == "copy":
+    if kind in ("lstm", "bilstm"):
+        extra = dict(model={"kind": "lstm", "hidden": 6, "n_layers": 2, "bidirectional": kind == "bilstm"},
+                     task={"dx": 3, "n_context": 4}, optim={"lr": 1e-2})
+    elif kind == "copy":
         extra = dict(model={"n_layers": 2, "kernels": ["softmax", "linear"], "tokens": "interleaved",
                             "query_in_keys": True}, task={"dx": 3, "n_context": 4})
     else:
@@ -215,11 +218,11 @@ def test_other_model_kinds_train_with_batched_seeds_equal_to_separate_seeds(tmp_
     first = {k: v for k, v in init_params(together.config).items()}
     assert any(not torch.equal(first[k], together.params[k]) for k in first)  # it trained
     s = together.summary["seeds"][0]
-    assert s["final_eval_loss"] < s["reference_loss"] or kind == "copy"
+    assert s["final_eval_loss"] < s["reference_loss"] or kind in ("copy", "lstm", "bilstm")
     learner = together.learner(0)
     from icgd.tasks import LinearRegression, SineRegression
 
-    task = SineRegression() if kind != "copy" else LinearRegression(dx=3, n_context=4)
+    task = SineRegression() if kind.startswith("sine") else LinearRegression(dx=3, n_context=4)
     ep = task.sample(5, torch.Generator().manual_seed(0), dtype=torch.float64)
     assert learner.predict(ep).shape == (5, 1, 1)
 

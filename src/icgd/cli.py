@@ -170,7 +170,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{'-quick' if args.quick else ''}"
     report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=_device(args.device),
-                    quiet=args.quiet or args.json)
+                    quiet=args.quiet or args.json, cache=args.cache)
     (out / "claims.json").write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 1 if args.strict and not all(c["passed"] for c in report["claims"]) else 0
@@ -247,9 +247,11 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="check a source's claims: measured value, threshold, PASS/FAIL",
                        description="Run the experiments a suite needs (models are cached and reused) and print "
                                    "each claim with its source figure, the measured value, the threshold and "
-                                   "PASS or FAIL. Suites: oswald, oswald-nonlinear, oswald-copy.")
-    v.add_argument("suite", help="oswald, oswald-nonlinear or oswald-copy")
+                                   "PASS or FAIL. Suites: oswald, oswald-nonlinear, oswald-copy, blog.")
+    v.add_argument("suite", help="oswald, oswald-nonlinear, oswald-copy or blog")
     _add_study_options(v, "directory of the experiments (default runs/verify-SUITE[-quick])")
+    v.add_argument("--cache", help="where trained models are cached (default OUT/_train); suites that train "
+                                   "the same configs can share one")
     v.add_argument("--json", action="store_true", help='print {"suite", "claims": [{"id", "claim", "source", '
                                                         '"measured", "threshold", "passed"}]}')
     v.add_argument("--strict", action="store_true", help="exit with code 1 when a claim fails")

@@ -54,7 +54,7 @@ def suite(name: str):
 
 
 def _load() -> None:
-    from icgd.claims import nonlinear, oswald  # noqa: F401  (registers their suites)
+    from icgd.claims import blog, nonlinear, oswald  # noqa: F401  (registers their suites)
 
 
 def suite_names() -> list[str]:
@@ -63,7 +63,7 @@ def suite_names() -> list[str]:
 
 
 def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | None = None, device: str = "cpu",
-           quiet: bool = True) -> dict[str, Any]:
+           quiet: bool = True, cache: str | Path | None = None) -> dict[str, Any]:
     """Run every experiment the suite needs (reusing cached models) and check its claims.
 
     Returns {"suite", "quick", "seconds", "claims": [{"id", "claim", "source", "measured", "threshold",
@@ -76,7 +76,7 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     t0 = time.perf_counter()
     results: dict[str, Any] = {}
     for exp in dict.fromkeys(c.experiment for c in claims):
-        results[exp] = run_experiment(exp, out / exp, out / "_train", quick=quick, seeds=seeds, device=device,
+        results[exp] = run_experiment(exp, out / exp, Path(cache) if cache else out / "_train", quick=quick, seeds=seeds, device=device,
                                       quiet=quiet)
     return {"suite": name, "quick": quick, "seconds": round(time.perf_counter() - t0, 1),
             "claims": [c.check(results) for c in claims]}

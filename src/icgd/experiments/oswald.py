@@ -297,24 +297,36 @@ def _step_losses(per_task: torch.Tensor, ep: Episodes) -> tuple[float, float, in
     return (finite if n_bad == 0 else float("inf")), finite, n_bad
 
 
-def _tf_curve(kq: torch.Tensor, pv: torch.Tensor, lam: float, ev: Episodes) -> list[tuple[float, float, int]]:
-    st = stack_from_products(kq, pv, n_layers=REPEATS, recurrent=True, dampening=lam)
+def tf_repeat_losses(kq: torch.Tensor, pv: torch.Tensor, lam: float, ev: Episodes,
+                     repeats: int = REPEATS) -> torch.Tensor:
+    """Per-task loss (repeats, B) after each of `repeats` applications of the layer with products
+    (kq, pv), dampened by lam: E <- E + lam * LSA(E)."""
+    st = stack_from_products(kq, pv, n_layers=repeats, recurrent=True, dampening=lam)
     cache: dict[str, torch.Tensor] = {}
     with torch.no_grad():
         TransformerLearner(st).predict(ev, cache)
     n, dx = ev.n_context, ev.dx
-    return [_step_losses(query_loss(-cache[f"layers.{t}.resid_post"][:, n:, dx:], ev.query_y), ev)
-            for t in range(REPEATS)]
+    return torch.stack([query_loss(-cache[f"layers.{t}.resid_post"][:, n:, dx:], ev.query_y)
+                        for t in range(repeats)])
 
 
-def _gd_curve(eta: float, ev: Episodes) -> list[tuple[float, float, int]]:
+def gd_repeat_losses(eta: float, ev: Episodes, repeats: int = REPEATS) -> torch.Tensor:
+    """Per-task loss (repeats, B) after each of `repeats` GD steps with learning rate eta from W0 = 0."""
     x, y = ev.context_x, ev.context_y
     w = x.new_zeros(ev.batch_size, ev.dy, ev.dx)
     out = []
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         w = w - eta * (w @ x.transpose(1, 2) - y.transpose(1, 2)) @ x / ev.n_context
-        out.append(_step_losses(query_loss(ev.query_x @ w.transpose(1, 2), ev.query_y), ev))
-    return out
+        out.append(query_loss(ev.query_x @ w.transpose(1, 2), ev.query_y))
+    return torch.stack(out)
+
+
+def _tf_curve(kq: torch.Tensor, pv: torch.Tensor, lam: float, ev: Episodes) -> list[tuple[float, float, int]]:
+    return [_step_losses(lt, ev) for lt in tf_repeat_losses(kq, pv, lam, ev)]
+
+
+def _gd_curve(eta: float, ev: Episodes) -> list[tuple[float, float, int]]:
+    return [_step_losses(lt, ev) for lt in gd_repeat_losses(eta, ev)]
 
 
 @register("oswald-repeat", "the trained layer and GD applied 50 times with dampening lambda (Fig. 1, 10)",

@@ -47,7 +47,7 @@ def register(name: str, description: str, source: str, quick_minutes: float, ful
 
 def _load_all() -> None:
     # importing the modules registers their experiments (explicit, on demand; not at package import)
-    from icgd.experiments import nonlinear, oswald  # noqa: F401
+    from icgd.experiments import blog, nonlinear, oswald  # noqa: F401
 
 
 def experiments() -> dict[str, Experiment]:

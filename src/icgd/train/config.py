@@ -57,6 +57,11 @@ class ModelConfig(_Strict):
         check_layer_kernels(self.kernels, self.n_layers, self.recurrent)
         return self
 
+    @property
+    def gd_steps(self) -> int:
+        """GD steps of the default reference: one per layer."""
+        return self.n_layers
+
     def stack_config(self, d_model: int) -> StackConfig:
         attn = AttentionConfig(d_model=d_model, n_heads=self.n_heads, kernel=self.kernel, d_key=self.d_key,
                                d_value=self.d_value, normalize=self.normalize, query_in_keys=self.query_in_keys)
@@ -81,9 +86,27 @@ class FeatureLSAConfig(_Strict):
     def n_layers(self) -> int:
         return 1
 
+    @property
+    def gd_steps(self) -> int:
+        return 1
+
+
+class LSTMConfig(_Strict):
+    """An LSTM or bidirectional LSTM over the concatenated tokens, read out linearly at the query token
+    (SPEC 4; `icgd.learners.recurrent.LSTMLearner`). It is compared with one GD step by default."""
+
+    kind: Literal["lstm"]
+    hidden: int = Field(32, ge=1, description="units per direction and layer")
+    n_layers: int = Field(1, ge=1)
+    bidirectional: bool = False
+
+    @property
+    def gd_steps(self) -> int:
+        return 1
+
 
 #: the kinds a config section may name (`model.kind`, `task.kind`); the first is the default
-MODEL_KINDS: dict[str, type[BaseModel]] = {"stack": ModelConfig, "mlp_lsa": FeatureLSAConfig}
+MODEL_KINDS: dict[str, type[BaseModel]] = {"stack": ModelConfig, "mlp_lsa": FeatureLSAConfig, "lstm": LSTMConfig}
 TASK_KINDS: dict[str, type[BaseModel]] = {"linear": LinearRegression, "sine": SineRegression}
 
 
@@ -123,7 +146,8 @@ class EvalConfig(_Strict):
     seed: int = Field(1_000_003, description="seed of the held-out and tuning tasks")
     reference: Literal["gd", "gd_per_step", "gdpp", "zero"] = Field(
         "gd", description="tuned explicit learner to score against; zero: the zero predictor (no alignment)")
-    reference_steps: int | None = Field(None, ge=1, description="default: the model's number of layers")
+    reference_steps: int | None = Field(None, ge=1, description="default: the model's number of layers "
+                                                                "(stack), else 1")
     n_tune: int = Field(10_000, ge=2, description="tasks to tune the reference's learning rates on")
     alignment_tasks: int = Field(1024, ge=0, description="tasks for the alignment metrics (0 = skip)")
 
@@ -190,6 +214,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "copy-2": {"name": "copy-2", "model": {"n_layers": 2, "kernels": ["softmax", "linear"],
                                            "tokens": "interleaved", "query_in_keys": True},
                "optim": {"lr": 1e-3}, "steps": 20000, "eval": {"reference": "gd", "reference_steps": 1}},
+    "lstm-2": {"name": "lstm-2", "model": {"kind": "lstm", "n_layers": 2}, "optim": {"lr": 1e-3}, "steps": 5000,
+               "batch_size": 512},
+    "bilstm-2": {"name": "bilstm-2", "model": {"kind": "lstm", "n_layers": 2, "bidirectional": True},
+                 "optim": {"lr": 1e-3}, "steps": 5000, "batch_size": 512},
 }
 PRESET_DOCS = {
     "lsa-1": "1-layer linear self-attention (SPEC 1 defaults: Adam 1e-3, batch 2048, fresh tasks)",
@@ -199,6 +227,8 @@ PRESET_DOCS = {
     "sine-lsa": "sine waves: embedding + MLP + one LSA layer (SPEC 2)",
     "sine-gd": "sine waves: embedding + MLP + the GD construction with a learnt eta (the control)",
     "copy-2": "interleaved tokens: softmax layer then linear layer, vs one GD step (SPEC 3)",
+    "lstm-2": "2-layer LSTM (32 units) read out at the query token, vs one GD step (SPEC 4)",
+    "bilstm-2": "2-layer bidirectional LSTM (32 units per direction), vs one GD step (SPEC 4)",
 }
 
 

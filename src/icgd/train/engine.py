@@ -220,9 +220,15 @@ class Reference:
     ci95: tuple[float, float]
 
 
+def reference_steps_of(config: TrainConfig) -> int:
+    """GD steps of the reference learner: eval.reference_steps, else one per layer of an attention stack,
+    else one."""
+    return config.eval.reference_steps or config.model.gd_steps
+
+
 def build_reference(config: TrainConfig, eval_eps: Episodes, tune_eps: Episodes) -> Reference:
     """The explicit learner every seed is scored against, tuned on separate tasks (float64, CPU)."""
-    steps = config.eval.reference_steps or config.model.n_layers
+    steps = reference_steps_of(config)
     kind = config.eval.reference
     learner: GD | GDPlusPlus | ZeroPredictor
     if kind == "zero":

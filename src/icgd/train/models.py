@@ -3,7 +3,8 @@
 Every model kind is an nn.Module whose state_dict holds the weights the engine stacks over seeds:
 - kind "stack": a `Stack` (weights named as in `Stack.state_dict()`), read through concatenated or
   interleaved tokens by a `TransformerLearner`;
-- kind "mlp_lsa": a `FeatureLSA` (embedding + MLP + LSA, or the GD control), itself a learner.
+- kind "mlp_lsa": a `FeatureLSA` (embedding + MLP + LSA, or the GD control), itself a learner;
+- kind "lstm": an `LSTMLearner` (LSTM or BiLSTM read out at the query token), itself a learner.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import torch
 from torch import nn
 
 from icgd.learners.deep import FeatureLSA
+from icgd.learners.recurrent import LSTMLearner
 from icgd.learners.transformer import TransformerLearner
 from icgd.nn.stack import Stack
 from icgd.tokens import ConcatTokens, InterleavedTokens
-from icgd.train.config import FeatureLSAConfig, ModelConfig, TrainConfig
+from icgd.train.config import FeatureLSAConfig, LSTMConfig, ModelConfig, TrainConfig
 
 
 def build_module(config: TrainConfig, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None,
@@ -30,6 +32,9 @@ def build_module(config: TrainConfig, dtype: torch.dtype = torch.float32, device
         std = None if m.init_scale is None else (m.init_scale / m.d_embed) ** 0.5
         return FeatureLSA(config.task.dx, config.task.dy, m.d_embed, m.mlp_ratio, m.gd_control, m.eta_init, std,
                           dtype=dtype, device=device, generator=generator)
+    if isinstance(m, LSTMConfig):
+        return LSTMLearner(config.task.dx, config.task.dy, m.hidden, m.n_layers, m.bidirectional, dtype=dtype,
+                           device=device, generator=generator)
     raise TypeError(f"unknown model kind {m.kind!r}")
 
 
