@@ -271,6 +271,13 @@ def lstm_config(ctx: ExperimentContext, layers: int, bidirectional: bool) -> Tra
                  "reference_steps": 1, "alignment_tasks": 256 if ctx.quick else 512}})
 
 
+def _relative_curve(res) -> tuple[list[int], np.ndarray]:
+    """(steps, seeds x steps) of a run's held-out loss over the tuned one-step GD loss on the same tasks
+    (each run draws its own held-out tasks)."""
+    steps, ys = _curves(res, "eval_loss")
+    return steps, ys / _curves(res, "reference_loss")[1]
+
+
 def lstm_depths(quick: bool) -> list[int]:
     return [1, 2, 4] if quick else [1, 2, 3, 4]
 
@@ -326,22 +333,21 @@ def lstm(ctx: ExperimentContext) -> None:
     for names, color, label in ((uni, COLORS["other"], "LSTM"), (bid, COLORS["gdpp"], "BiLSTM")):
         axes[0].plot([], [], color=color, label=label)
         for n, k in zip(names, ks):
-            steps, ys = _curves(models[n], "eval_loss")
-            band(axes[0], steps, ys, "_", color, alpha=0.35 + 0.65 * k / ks[-1])
+            band(axes[0], *_relative_curve(models[n]), "_", color, alpha=0.35 + 0.65 * k / ks[-1])
         for ax, key in zip(axes[1:], ("loss", "sensitivity_cosine", "prediction_difference")):
             ax.plot(ks, [med[n][key] for n in names], marker="o", color=color, label=label)
-    steps, ys = _curves(lsa, "eval_loss")
-    band(axes[0], steps, ys, "LSA, 1 layer", COLORS["tf"])
+    band(axes[0], *_relative_curve(lsa), "LSA, 1 layer", COLORS["tf"])
     for ax, key in zip(axes[1:], ("loss", "sensitivity_cosine", "prediction_difference")):
         ax.axhline(med["lsa-1"][key], color=COLORS["tf"], linestyle="--", label="LSA, 1 layer")
         ax.set_xticks(ks)
+    axes[0].axhline(1.0, color=COLORS["gd"], linestyle=":", label="one GD step")
+    axes[1].axhline(gd_loss, color=COLORS["gd"], linestyle=":", label="one GD step")
+    axes[1].axhline(zero_loss, color="grey", linestyle=":", label="zero predictor")
     for ax in axes[:2]:
-        ax.axhline(gd_loss, color=COLORS["gd"], linestyle=":", label="one GD step")
-        ax.axhline(zero_loss, color="grey", linestyle=":", label="zero predictor")
         ax.set_yscale("log")
     axes[0].set_title("held-out loss during training\n(darker: more layers)")
     axes[0].set_xlabel("training step")
-    axes[0].set_ylabel("loss")
+    axes[0].set_ylabel("loss / one GD step on the same tasks")
     axes[0].legend(fontsize=6, handlelength=1.2)
     label_axes(axes[1:], ("loss (median seed)", "sensitivity cosine with GD", "prediction difference to GD"),
                ("loss", "cosine", "||y - y_GD||"), xlabel="layers")
@@ -432,7 +438,8 @@ def scaling(ctx: ExperimentContext) -> None:
     axes[0].plot(ns, [by_n[n]["tf10_loss"] for n in ns], marker="^", linestyle=":", color=COLORS["other"],
                  label="LSA trained at N = 10")
     axes[0].plot(ns, [by_n[n]["zero_loss"] for n in ns], color="grey", linestyle=":", label="zero predictor")
-    axes[0].set_xscale("log")
+    axes[0].set_xscale("log", base=2)
+    axes[0].minorticks_off()
     axes[0].set_xticks(ns, [str(n) for n in ns])
     axes[1].plot(DEPTHS, [by_k[k]["tf_loss"] for k in DEPTHS], marker="o", color=COLORS["tf"], label="LSA")
     axes[1].plot(DEPTHS, [by_k[k]["gd_loss"] for k in DEPTHS], marker="s", linestyle="--", color=COLORS["gd"],
