@@ -86,6 +86,10 @@ def test_verify_runs_experiments_caches_models_and_reports(tmp_path, capsys):
     assert main(["verify", "test-suite", "--quick", "--seeds", "1", "--json", "--out", str(tmp_path / "v")]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out["claims"][0]) >= {"id", "claim", "source", "measured", "threshold", "passed"}
+    shared = tmp_path / "shared"
+    assert main(["verify", "test-suite", "--quick", "--seeds", "1", "--out", str(tmp_path / "w"), "--cache",
+                 str(shared)]) == 0
+    assert [p.name.split("-")[0] for p in shared.iterdir()] == ["tiny"] and not (tmp_path / "w" / "_train").exists()
 
 
 def test_cli_list_and_bad_names(capsys):

@@ -66,8 +66,8 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
            quiet: bool = True, cache: str | Path | None = None) -> dict[str, Any]:
     """Run every experiment the suite needs (reusing cached models) and check its claims.
 
-    Returns {"suite", "quick", "seconds", "claims": [{"id", "claim", "source", "measured", "threshold",
-    "passed", ...}]}."""
+    cache: where trained models are cached (default out/_train). Returns {"suite", "quick", "seconds",
+    "claims": [{"id", "claim", "source", "measured", "threshold", "passed", ...}]}."""
     _load()
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
@@ -75,9 +75,9 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     out = Path(out)
     t0 = time.perf_counter()
     results: dict[str, Any] = {}
+    cache = Path(cache) if cache else out / "_train"
     for exp in dict.fromkeys(c.experiment for c in claims):
-        results[exp] = run_experiment(exp, out / exp, Path(cache) if cache else out / "_train", quick=quick, seeds=seeds, device=device,
-                                      quiet=quiet)
+        results[exp] = run_experiment(exp, out / exp, cache, quick=quick, seeds=seeds, device=device, quiet=quiet)
     return {"suite": name, "quick": quick, "seconds": round(time.perf_counter() - t0, 1),
             "claims": [c.check(results) for c in claims]}
 

@@ -214,10 +214,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "copy-2": {"name": "copy-2", "model": {"n_layers": 2, "kernels": ["softmax", "linear"],
                                            "tokens": "interleaved", "query_in_keys": True},
                "optim": {"lr": 1e-3}, "steps": 20000, "eval": {"reference": "gd", "reference_steps": 1}},
-    "lstm-2": {"name": "lstm-2", "model": {"kind": "lstm", "n_layers": 2}, "optim": {"lr": 1e-3}, "steps": 5000,
-               "batch_size": 512},
+    "lstm-2": {"name": "lstm-2", "model": {"kind": "lstm", "n_layers": 2}, "optim": {"lr": 3e-3}, "steps": 4000,
+               "batch_size": 256},
     "bilstm-2": {"name": "bilstm-2", "model": {"kind": "lstm", "n_layers": 2, "bidirectional": True},
-                 "optim": {"lr": 1e-3}, "steps": 5000, "batch_size": 512},
+                 "optim": {"lr": 3e-3}, "steps": 4000, "batch_size": 256},
 }
 PRESET_DOCS = {
     "lsa-1": "1-layer linear self-attention (SPEC 1 defaults: Adam 1e-3, batch 2048, fresh tasks)",
@@ -227,7 +227,7 @@ PRESET_DOCS = {
     "sine-lsa": "sine waves: embedding + MLP + one LSA layer (SPEC 2)",
     "sine-gd": "sine waves: embedding + MLP + the GD construction with a learnt eta (the control)",
     "copy-2": "interleaved tokens: softmax layer then linear layer, vs one GD step (SPEC 3)",
-    "lstm-2": "2-layer LSTM (32 units) read out at the query token, vs one GD step (SPEC 4)",
+    "lstm-2": "2-layer LSTM (32 units) read out at the query token, Adam 3e-3, batch 256, vs one GD step (SPEC 4)",
     "bilstm-2": "2-layer bidirectional LSTM (32 units per direction), vs one GD step (SPEC 4)",
 }
 
