@@ -182,13 +182,15 @@ def _default_config(overrides: list[str]):
     return build_config(parse_overrides(overrides))
 
 
-def _add_study_options(p: argparse.ArgumentParser, out_help: str) -> None:
+def _add_study_options(p: argparse.ArgumentParser, out_help: str, cache_default: str) -> None:
     """Options shared by `reproduce` and `verify`."""
     p.add_argument("--quick", action="store_true", help="short training, fewer tasks, 3 seeds (full: 5)")
     p.add_argument("--seeds", type=_seed_list, default=None, help="a count (4) or a list (0,3,7)")
     p.add_argument("--out", help=out_help)
     p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--cache", help=f"where trained models are cached (default {cache_default}); studies that "
+                                   "train the same configs can share one")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -240,8 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "figures (PNG and SVG), results.json and report.md, which puts each "
                                    "measured number beside the paper's statement.")
     r.add_argument("name", help="experiment name (see icgd list)")
-    _add_study_options(r, "run directory (default runs/NAME[-quick])")
-    r.add_argument("--cache", help="where trained models are cached (default beside --out)")
+    _add_study_options(r, "run directory (default runs/NAME[-quick])", "beside --out")
     r.set_defaults(func=cmd_reproduce)
 
     v = sub.add_parser("verify", help="check a source's claims: measured value, threshold, PASS/FAIL",
@@ -249,9 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "each claim with its source figure, the measured value, the threshold and "
                                    "PASS or FAIL. Suites: oswald, oswald-nonlinear, oswald-copy, blog.")
     v.add_argument("suite", help="oswald, oswald-nonlinear, oswald-copy or blog")
-    _add_study_options(v, "directory of the experiments (default runs/verify-SUITE[-quick])")
-    v.add_argument("--cache", help="where trained models are cached (default OUT/_train); suites that train "
-                                   "the same configs can share one")
+    _add_study_options(v, "directory of the experiments (default runs/verify-SUITE[-quick])", "OUT/_train")
     v.add_argument("--json", action="store_true", help='print {"suite", "claims": [{"id", "claim", "source", '
                                                         '"measured", "threshold", "passed"}]}')
     v.add_argument("--strict", action="store_true", help="exit with code 1 when a claim fails")

@@ -27,6 +27,7 @@ from icgd.episodes import make_generator
 from icgd.experiments.oswald import (
     _curves,
     _med,
+    divergence_cap,
     eval_tasks,
     gd_repeat_losses,
     one_layer_run,
@@ -104,9 +105,10 @@ def eta(ctx: ExperimentContext) -> None:
     for a in (1.0, 0.5):
         tag = f"a{a:g}"
         task = LinearRegression(input_range=a)
-        mine = []
+        mine, first = [], None
         for r in range(reps):
             ep = task.sample(n_tasks, make_generator(ETA_SEED + 1000 * r + int(a == 0.5)), dtype=torch.float64)
+            first = ep if first is None else first
             t0 = time.perf_counter()
             est = analytic_eta(ep)
             t_an = time.perf_counter() - t0
@@ -148,9 +150,8 @@ def eta(ctx: ExperimentContext) -> None:
                    "implicit eta of the trained 1-layer LSA per seed: " + ", ".join(f"{e:.3f}" for e in tf_etas)
                    + f" (median relative error to eta* {_med(errs):.2%})")
         # loss of one GD step as a function of eta, on the first set of tasks
-        ep = task.sample(n_tasks, make_generator(ETA_SEED + int(a == 0.5)), dtype=torch.float64)
         grid = np.linspace(0.0, 2.5 * an[0], 101)
-        f = gd_loss_fn(ep, 1)
+        f = gd_loss_fn(first, 1)
         curves[a] = (grid, np.array([f(float(g)) for g in grid]), an, ls, tf_etas)
     ctx.table("eta", rows)
     fig, axes = subplots(3)
@@ -187,14 +188,14 @@ REPEATS = 50
 @register("blog-dampening", "a trained layer applied 50 times with dampening 0.7 vs GD with eta * 0.7",
           "source 001, 'How about multiple layers?'", quick_minutes=0.5, full_minutes=1.0)
 def dampening(ctx: ExperimentContext) -> None:
-    """Per task: loss after each application. A task whose loss overflows (not finite, or above 1000 times
-    the zero predictor's mean loss) counts as diverged; curves average the tasks on which neither the TF
-    nor GD diverged."""
+    """Per task: loss after each application. A task whose loss overflows at any application (not finite,
+    or above `divergence_cap`) counts as diverged; curves average the tasks on which neither the TF nor GD
+    diverged."""
     res = one_layer_run(ctx)
     task = res.config.task
     ev = eval_tasks(ctx, task)
     gd = tune_gd(tune_tasks(task), 1)
-    cap = 1000 * float(0.5 * (ev.query_y ** 2).sum(-1).mean())
+    cap = divergence_cap(ev)
     rows, per_seed, curves = [], [], {}
     for lam in (DAMPING, 1.0):
         g = gd_repeat_losses(gd.etas[0] * lam, ev, REPEATS)
@@ -381,16 +382,23 @@ def scaling(ctx: ExperimentContext) -> None:
     layers (the oswald-depth models) vs GD and GD++ with as many steps, tuned on separate tasks."""
     rows = []
     base = LinearRegression()
-    tf10 = seed_learners(context_run(ctx, 10))
-    gd10 = tune_gd(tune_tasks(base), 1)
+    ev10, tune10 = eval_tasks(ctx, base), tune_tasks(base)
+    run10 = context_run(ctx, 10)
+    tf10 = seed_learners(run10)
+    gd10 = tune_gd(tune10, 1)
+    losses10 = [evaluate(lr, ev10).mean for lr in tf10]  # the N = 10 point and the 1-layer depth point
     by_n: dict[int, dict[str, float]] = {}
     for n in CONTEXT_SIZES:
-        task = base.model_copy(update={"n_context": n})
-        ev = eval_tasks(ctx, task)
-        gd = tune_gd(tune_tasks(task), 1)
-        res = context_run(ctx, n)
-        losses = [evaluate(lr, ev).mean for lr in seed_learners(res)]
-        cross = [evaluate(lr, ev).mean for lr in tf10]
+        if n == 10:
+            ev, gd, res, losses = ev10, gd10, run10, losses10
+            cross = losses10
+        else:
+            task = base.model_copy(update={"n_context": n})
+            ev = eval_tasks(ctx, task)
+            gd = tune_gd(tune_tasks(task), 1)
+            res = context_run(ctx, n)
+            losses = [evaluate(lr, ev).mean for lr in seed_learners(res)]
+            cross = [evaluate(lr, ev).mean for lr in tf10]
         rec = {"tf_loss": _med(losses), "gd_loss": evaluate(gd, ev).mean, "gd_eta": gd.etas[0],
                "tf10_loss": _med(cross), "gd10_loss": evaluate(gd10, ev).mean,
                "zero_loss": evaluate(ZeroPredictor(), ev).mean}
@@ -410,15 +418,17 @@ def scaling(ctx: ExperimentContext) -> None:
                ", ".join(f"N={n} {by_n[n]['tf10_loss']:.4f}" for n in ns)
                + "; GD with the N = 10 eta (its step divides by N): "
                + ", ".join(f"{by_n[n]['gd10_loss']:.4f}" for n in ns))
-    ev = eval_tasks(ctx, base)
-    tune = tune_tasks(base)
     by_k: dict[int, dict[str, float]] = {}
     for k in DEPTHS:
-        res = depth_run(ctx, k)
-        losses = [evaluate(lr, ev).mean for lr in seed_learners(res)]
-        gd = tune_gd(tune, k)
-        gdpp = tune_gdpp(tune, k) if k > 1 else gd
-        by_k[k] = {"tf_loss": _med(losses), "gd_loss": evaluate(gd, ev).mean, "gdpp_loss": evaluate(gdpp, ev).mean}
+        if k == 1:  # the 1-layer model, GD and tasks of the N = 10 point
+            res, losses, gd = run10, losses10, gd10
+        else:
+            res = depth_run(ctx, k)
+            losses = [evaluate(lr, ev10).mean for lr in seed_learners(res)]
+            gd = tune_gd(tune10, k)
+        gdpp = tune_gdpp(tune10, k) if k > 1 else gd
+        by_k[k] = {"tf_loss": _med(losses), "gd_loss": evaluate(gd, ev10).mean,
+                   "gdpp_loss": evaluate(gdpp, ev10).mean}
         rows += [{"study": "depth", "layers": k, "seed": s, "tf_loss": lo} | {
             kk: v for kk, v in by_k[k].items() if kk != "tf_loss"} for s, lo in zip(res.config.seeds, losses)]
         ctx.result(f"depth{k}.tf_loss_median", by_k[k]["tf_loss"])

@@ -287,11 +287,16 @@ LAMBDAS = [0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0]
 REPEATS = 50
 
 
+def divergence_cap(ep: Episodes) -> float:
+    """A task's loss has diverged when it is not finite or above this: 1000 times the zero predictor's mean
+    loss on `ep`."""
+    return 1000 * float(0.5 * (ep.query_y ** 2).sum(-1).mean())
+
+
 def _step_losses(per_task: torch.Tensor, ep: Episodes) -> tuple[float, float, int]:
-    """(mean over all tasks, inf if any diverged; mean over the other tasks; number of diverged tasks).
-    A task has diverged when its loss is not finite or above 1000 times the zero predictor's mean loss."""
-    cap = 1000 * float(0.5 * (ep.query_y ** 2).sum(-1).mean())
-    ok = torch.isfinite(per_task) & (per_task < cap)
+    """(mean over all tasks, inf if any diverged; mean over the other tasks; number of diverged tasks),
+    diverged as `divergence_cap` says."""
+    ok = torch.isfinite(per_task) & (per_task < divergence_cap(ep))
     n_bad = int((~ok).sum())
     finite = float(per_task[ok].mean()) if ok.any() else float("inf")
     return (finite if n_bad == 0 else float("inf")), finite, n_bad
