@@ -33,6 +33,9 @@ def _cfg(**kw):
     ({"n_layers": 3, "kernel": "softmax", "n_heads": 2, "d_key": 5, "clip": 1.0, "recurrent": True},
      {"dy": 2, "n_queries": 2}, "per_seed"),
     ({"n_layers": 1, "kernel": "softmax", "normalize": "count"}, {"dx": 3}, "shared"),
+    ({"n_layers": 2, "n_heads": 4, "mlp": True}, {}, "shared"),
+    ({"n_layers": 1, "mlp": True, "clip": 0.5}, {"dx": 3, "n_queries": 2}, "per_seed"),
+    ({"n_layers": 2, "kernel": "softmax", "mlp": True, "recurrent": True, "clip": 1.0}, {"dy": 2}, "per_seed"),
 ])
 def test_fused_path_equals_the_generic_path(model, task, data):
     cfg = _cfg(model=model | {"init_scale": 1.0}, task=task, data=data, seeds=[0, 1, 2])

@@ -6,10 +6,11 @@ and C = sum_{i <= N} e_i e_i^T (divided by N with normalize="count"); tokens cli
 What changes is only the order of the products: weights are multiplied out once per step (D x D),
 products with weights run as large matrix multiplications over all tasks and seeds, C is computed once
 per task (once for all seeds while the tokens are still the shared data), and the last layer computes
-only the query's y-entries, the only thing the loss reads. Softmax attention is computed as usual, with
-the same savings (projections as large products, the last layer on the queries only). Widths are
-zero-padded to multiples of 4 (exact: padded coordinates stay 0), which doubles MKL's speed on these
-small products.
+only the query's y-entries, the only thing the loss reads (all of the query's entries when an MLP
+follows, since it mixes them; the MLP runs on every token as large products). Softmax attention is
+computed as usual, with the same savings (projections as large products, the last layer on the queries
+only). Widths are zero-padded to multiples of 4 (exact: padded coordinates stay 0), which doubles MKL's
+speed on these small products.
 
 Parameters are a dict of stacked tensors named as in `Stack.state_dict()`, each with a leading seed
 dimension S. Data are (B, ...) tensors shared by all seeds or (S, B, ...) tensors, one batch per seed.
@@ -27,7 +28,7 @@ def fast_supported(config: StackConfig) -> bool:
     """Whether `lsa_predictions` computes this stack exactly."""
     a = config.attention
     return (a.kernel in ("linear", "softmax") and not a.causal and not a.query_in_keys
-            and not config.layer_norm and not config.mlp and config.kernels is None)
+            and not config.layer_norm and config.kernels is None)
 
 
 def _pad_to(w: Tensor, dims: dict[int, int]) -> Tensor:
@@ -68,7 +69,7 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
     context_x (B, N, Dx) or (S, B, N, Dx); context_y (..., N, Dy); query_x (..., Q, Dx).
     """
     if not fast_supported(config):
-        raise ValueError("the fused path needs linear or softmax attention without mask, query keys, LayerNorm or MLP")
+        raise ValueError("the fused path needs linear or softmax attention without mask, query keys or LayerNorm")
     n_steps = config.n_layers if n_steps is None else n_steps
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
@@ -86,22 +87,41 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
         blk = 0 if config.recurrent else step
         p = f"layers.{blk}.attn."
         last = step == n_steps - 1
+        y_only = last and not config.mlp  # an MLP reads every coordinate of the query tokens
         if x is None:
             x_in = qry if last else torch.cat([ctx, qry], -2)
         else:
             x_in = x[..., n:, :] if last else x
         if config.attention.kernel == "softmax":
-            upd = _softmax_update(params, p, x_in, ctx, d + pad, config.attention.normalize, (dx, d) if last else None)
+            upd = _softmax_update(params, p, x_in, ctx, d + pad, config.attention.normalize,
+                                  (dx, d) if y_only else None)
         else:
-            upd = _linear_update(params, p, ctx, x_in, n, last, dx, d, pad, config.attention.normalize)
+            upd = _linear_update(params, p, ctx, x_in, n, y_only, dx, d, pad, config.attention.normalize)
         if lam != 1.0:
             upd = lam * upd
-        if last:
+        if y_only:
             return -_clip(x_in[..., dx:d] + upd, config.clip)
-        x = _clip(x_in + upd, config.clip)
+        x = x_in + upd
+        if config.mlp:
+            upd = _mlp(params, f"layers.{blk}.mlp.", x, d + pad)
+            x = x + (lam * upd if lam != 1.0 else upd)
+        if last:
+            return -_clip(x[..., dx:d], config.clip)
+        x = _clip(x, config.clip)
         # split (not slicing): its backward concatenates instead of filling zeros
         ctx = x.split([n, x.shape[-2] - n], -2)[0]
     raise AssertionError("unreachable")
+
+
+def _mlp(params: dict[str, Tensor], p: str, x: Tensor, d_pad: int) -> Tensor:
+    """Linear -> GELU -> Linear on every token: x (S, B, T, Dp) -> (S, B, T, Dp); weights (S, out, in)."""
+    w1 = _pad_to(params[p + "0.weight"], {-1: d_pad})
+    w2 = _pad_to(params[p + "2.weight"], {-2: d_pad})
+    b2 = _pad_to(params[p + "2.bias"], {-1: d_pad})
+    s_n, b, t, _ = x.shape
+    h = torch.baddbmm(params[p + "0.bias"].unsqueeze(1), x.reshape(s_n, b * t, d_pad), w1.transpose(-1, -2))
+    out = torch.baddbmm(b2.unsqueeze(1), torch.nn.functional.gelu(h), w2.transpose(-1, -2))
+    return out.view(s_n, b, t, d_pad)
 
 
 def _clip(x: Tensor, clip: float | None) -> Tensor:
