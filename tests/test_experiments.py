@@ -6,7 +6,14 @@ import pytest
 import torch
 
 from icgd import make_generator
-from icgd.claims.base import SUITES, Claim, format_report, suite, verify
+from icgd.claims.base import (
+    SUITES,
+    Claim,
+    format_markdown,
+    format_report,
+    suite,
+    verify,
+)
 from icgd.cli import main
 from icgd.constructions import gd_construction
 from icgd.experiments import oswald
@@ -90,6 +97,17 @@ def test_verify_runs_experiments_caches_models_and_reports(tmp_path, capsys):
     assert main(["verify", "test-suite", "--quick", "--seeds", "1", "--out", str(tmp_path / "w"), "--cache",
                  str(shared)]) == 0
     assert [p.name.split("-")[0] for p in shared.iterdir()] == ["tiny"] and not (tmp_path / "w" / "_train").exists()
+    capsys.readouterr()
+    assert main(["verify", "test-suite", "--quick", "--seeds", "1", "--out", str(tmp_path / "w"), "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert md == (tmp_path / "w" / "claims.md").read_text()  # the same table, printed and written
+    assert md.splitlines()[2].startswith("| the tiny loss is finite | tests | ") and md.splitlines()[2].endswith(" PASS |")
+
+
+def test_markdown_table_marks_failures_and_escapes_pipes():
+    rep = {"claims": [{"claim": "a | b", "source": "Fig. 1", "measured": 0.123456, "threshold": "< 0.1",
+                       "passed": False}]}
+    assert format_markdown(rep).splitlines()[2] == "| a \\| b | Fig. 1 | 0.1235 | < 0.1 | **FAIL** |"
 
 
 def test_cli_list_and_bad_names(capsys):

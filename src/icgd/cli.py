@@ -166,13 +166,17 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from icgd.claims import format_report, verify
+    from icgd.claims import format_markdown, format_report, verify
 
     out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{'-quick' if args.quick else ''}"
     report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=_device(args.device),
                     quiet=args.quiet or args.json, cache=args.cache)
     (out / "claims.json").write_text(json.dumps(report, indent=2))
-    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    (out / "claims.md").write_text(format_markdown(report))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(format_markdown(report).rstrip("\n") if args.markdown else format_report(report))
     return 1 if args.strict and not all(c["passed"] for c in report["claims"]) else 0
 
 
@@ -253,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_study_options(v, "directory of the experiments (default runs/verify-SUITE[-quick])", "OUT/_train")
     v.add_argument("--json", action="store_true", help='print {"suite", "claims": [{"id", "claim", "source", '
                                                         '"measured", "threshold", "passed"}]}')
+    v.add_argument("--markdown", action="store_true", help="print the table as Markdown (always written to "
+                                                            "OUT/claims.md)")
     v.add_argument("--strict", action="store_true", help="exit with code 1 when a claim fails")
     v.set_defaults(func=cmd_verify)
     return parser

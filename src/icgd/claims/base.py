@@ -82,6 +82,16 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
             "claims": [c.check(results) for c in claims]}
 
 
+def format_markdown(report: dict[str, Any]) -> str:
+    """The report as a Markdown table (claim, source, measured, threshold, result; FAIL in bold)."""
+    lines = ["| claim | source | measured | threshold | result |", "|---|---|---|---|---|"]
+    for c in report["claims"]:
+        cells = [c["claim"], c["source"], f"{c['measured']:.4g}", c["threshold"],
+                 "PASS" if c["passed"] else "**FAIL**"]
+        lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def format_report(report: dict[str, Any]) -> str:
     rows = [("claim", "source", "measured", "threshold", "result")]
     for c in report["claims"]:
