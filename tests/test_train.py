@@ -36,13 +36,19 @@ def _cfg(**kw):
     ({"n_layers": 2, "n_heads": 4, "mlp": True}, {}, "shared"),
     ({"n_layers": 1, "mlp": True, "clip": 0.5}, {"dx": 3, "n_queries": 2}, "per_seed"),
     ({"n_layers": 2, "kernel": "softmax", "mlp": True, "recurrent": True, "clip": 1.0}, {"dy": 2}, "per_seed"),
+    ({"n_layers": 1, "layer_norm": True}, {}, "shared"),
+    ({"n_layers": 3, "layer_norm": True, "recurrent": True, "clip": 1.0, "n_heads": 2}, {"n_queries": 2}, "shared"),
+    ({"n_layers": 2, "layer_norm": True, "mlp": True, "kernel": "softmax"}, {"dy": 2}, "per_seed"),
 ])
 def test_fused_path_equals_the_generic_path(model, task, data):
     cfg = _cfg(model=model | {"init_scale": 1.0}, task=task, data=data, seeds=[0, 1, 2])
     assert fast_supported(cfg.stack_config())
     params = init_params(cfg)
     names = trainable_names(cfg)
+    gen = torch.Generator().manual_seed(0)
     for k in names:
+        if ".ln" in k:  # LayerNorm starts at weight 1, bias 0: move it so that both are tested
+            params[k] = params[k] + 0.3 * torch.randn(params[k].shape, generator=gen, dtype=params[k].dtype)
         params[k].requires_grad_(True)
     batch = TaskStream(cfg, "cpu").next()
     fast, fast_name = make_loss_fn(cfg)

@@ -9,8 +9,9 @@ per task (once for all seeds while the tokens are still the shared data), and th
 only the query's y-entries, the only thing the loss reads (all of the query's entries when an MLP
 follows, since it mixes them; the MLP runs on every token as large products). Softmax attention is
 computed as usual, with the same savings (projections as large products, the last layer on the queries
-only). Widths are zero-padded to multiples of 4 (exact: padded coordinates stay 0), which doubles MKL's
-speed on these small products.
+only). LayerNorm, when the stack has it, is applied to what attention (and the MLP) read, over the
+unpadded coordinates. Widths are zero-padded to multiples of 4 (exact: padded coordinates stay 0),
+which doubles MKL's speed on these small products.
 
 Parameters are a dict of stacked tensors named as in `Stack.state_dict()`, each with a leading seed
 dimension S. Data are (B, ...) tensors shared by all seeds or (S, B, ...) tensors, one batch per seed.
@@ -28,7 +29,7 @@ def fast_supported(config: StackConfig) -> bool:
     """Whether `lsa_predictions` computes this stack exactly."""
     a = config.attention
     return (a.kernel in ("linear", "softmax") and not a.causal and not a.query_in_keys
-            and not config.layer_norm and config.kernels is None)
+            and config.kernels is None)
 
 
 def _pad_to(w: Tensor, dims: dict[int, int]) -> Tensor:
@@ -69,7 +70,7 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
     context_x (B, N, Dx) or (S, B, N, Dx); context_y (..., N, Dy); query_x (..., Q, Dx).
     """
     if not fast_supported(config):
-        raise ValueError("the fused path needs linear or softmax attention without mask, query keys or LayerNorm")
+        raise ValueError("the fused path needs linear or softmax attention without mask or query keys")
     n_steps = config.n_layers if n_steps is None else n_steps
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
@@ -92,18 +93,24 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
             x_in = qry if last else torch.cat([ctx, qry], -2)
         else:
             x_in = x[..., n:, :] if last else x
+        h_in, h_ctx = x_in, ctx  # what attention reads: the tokens, or their LayerNorm
+        if config.layer_norm:
+            h_in = _layer_norm(params, f"layers.{blk}.ln1.", x_in, d)
+            h_ctx = _layer_norm(params, f"layers.{blk}.ln1.", ctx, d) if last else h_in.split(
+                [n, h_in.shape[-2] - n], -2)[0]
         if config.attention.kernel == "softmax":
-            upd = _softmax_update(params, p, x_in, ctx, d + pad, config.attention.normalize,
+            upd = _softmax_update(params, p, h_in, h_ctx, d + pad, config.attention.normalize,
                                   (dx, d) if y_only else None)
         else:
-            upd = _linear_update(params, p, ctx, x_in, n, y_only, dx, d, pad, config.attention.normalize)
+            upd = _linear_update(params, p, h_ctx, h_in, n, y_only, dx, d, pad, config.attention.normalize)
         if lam != 1.0:
             upd = lam * upd
         if y_only:
             return -_clip(x_in[..., dx:d] + upd, config.clip)
         x = x_in + upd
         if config.mlp:
-            upd = _mlp(params, f"layers.{blk}.mlp.", x, d + pad)
+            h = _layer_norm(params, f"layers.{blk}.ln2.", x, d) if config.layer_norm else x
+            upd = _mlp(params, f"layers.{blk}.mlp.", h, d + pad)
             x = x + (lam * upd if lam != 1.0 else upd)
         if last:
             return -_clip(x[..., dx:d], config.clip)
@@ -111,6 +118,17 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
         # split (not slicing): its backward concatenates instead of filling zeros
         ctx = x.split([n, x.shape[-2] - n], -2)[0]
     raise AssertionError("unreachable")
+
+
+def _layer_norm(params: dict[str, Tensor], p: str, x: Tensor, d: int, eps: float = 1e-5) -> Tensor:
+    """torch's LayerNorm over the first d (unpadded) coordinates with per-seed weight and bias (S, d);
+    x (B, T, Dp) or (S, B, T, Dp) -> (S, B, T, Dp), padded coordinates 0."""
+    v = x[..., :d]
+    mu = v.mean(-1, keepdim=True)
+    var = (v - mu).square().mean(-1, keepdim=True)
+    w, b = params[p + "weight"], params[p + "bias"]
+    h = (v - mu) * torch.rsqrt(var + eps) * w[:, None, None, :] + b[:, None, None, :]
+    return _pad_to(h, {-1: x.shape[-1]})
 
 
 def _mlp(params: dict[str, Tensor], p: str, x: Tensor, d_pad: int) -> Tensor:
