@@ -62,6 +62,28 @@ def test_fused_path_equals_the_generic_path(model, task, data):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
 
 
+def test_fused_path_with_dampening_equals_each_seeds_stack():
+    from icgd.episodes import Episodes
+    from icgd.learners import TransformerLearner
+    from icgd.nn.stack import Stack
+    from icgd.train.fast import lsa_predictions
+
+    cfg = _cfg(model={"n_layers": 3, "recurrent": True, "mlp": True, "layer_norm": True, "clip": 2.0,
+                      "init_scale": 1.0}, seeds=[0, 1])
+    params = init_params(cfg)
+    gen = torch.Generator().manual_seed(1)
+    params = {k: v + 0.3 * torch.randn(v.shape, generator=gen, dtype=v.dtype) if ".ln" in k else v
+              for k, v in params.items()}
+    sc = cfg.stack_config().model_copy(update={"dampening": 0.7})
+    cx, cy, qx, qy = TaskStream(cfg, "cpu").next()
+    fused = lsa_predictions(params, sc, cx, cy, qx)
+    for seed in range(2):
+        stack = Stack(sc, dtype=torch.float64)
+        stack.load_state_dict({k: v[seed] for k, v in params.items()})
+        torch.testing.assert_close(fused[seed], TransformerLearner(stack).predict(Episodes(cx, cy, qx, qy)),
+                                   rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("data", ["shared", "per_seed"])
 @pytest.mark.parametrize("fast", [True, False])
 def test_batched_seeds_equal_separately_trained_seeds(tmp_path, data, fast):
