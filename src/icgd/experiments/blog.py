@@ -375,7 +375,7 @@ def depth_run(ctx: ExperimentContext, k: int):
 
 
 @register("blog-scaling", "test loss of trained LSA models vs context size N and vs depth, beside GD",
-          "source 001, 'Pre-training setup' figure", quick_minutes=4.0, full_minutes=30.0)
+          "source 001, 'Pre-training setup' figure", quick_minutes=4.5, full_minutes=40.0)
 def scaling(ctx: ExperimentContext) -> None:
     """Context: one 1-layer LSA trained at each N and evaluated at its N, and the N = 10 model evaluated at
     every N (its weights hold P ~ eta / 10: no rescaling with N). Depth: separate-layer stacks of 1-4
