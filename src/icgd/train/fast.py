@@ -123,12 +123,9 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
 def _layer_norm(params: dict[str, Tensor], p: str, x: Tensor, d: int, eps: float = 1e-5) -> Tensor:
     """torch's LayerNorm over the first d (unpadded) coordinates with per-seed weight and bias (S, d);
     x (B, T, Dp) or (S, B, T, Dp) -> (S, B, T, Dp), padded coordinates 0."""
-    v = x[..., :d]
-    mu = v.mean(-1, keepdim=True)
-    var = (v - mu).square().mean(-1, keepdim=True)
+    h = torch.nn.functional.layer_norm(x[..., :d], (d,), eps=eps)  # the affine part differs per seed
     w, b = params[p + "weight"], params[p + "bias"]
-    h = (v - mu) * torch.rsqrt(var + eps) * w[:, None, None, :] + b[:, None, None, :]
-    return _pad_to(h, {-1: x.shape[-1]})
+    return _pad_to(h * w[:, None, None, :] + b[:, None, None, :], {-1: x.shape[-1]})
 
 
 def _mlp(params: dict[str, Tensor], p: str, x: Tensor, d_pad: int) -> Tensor:
