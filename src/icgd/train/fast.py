@@ -7,9 +7,10 @@ What changes is only the order of the products: weights are multiplied out once 
 products with weights run as large matrix multiplications over all tasks and seeds, C is computed once
 per task (once for all seeds while the tokens are still the shared data), and the last layer computes
 only the query's y-entries, the only thing the loss reads (all of the query's entries when an MLP
-follows, since it mixes them; the MLP runs on every token as large products). Softmax attention is
-computed as usual, with the same savings (projections as large products, the last layer on the queries
-only). LayerNorm, when the stack has it, is applied to what attention (and the MLP) read, over the
+follows, since it mixes them; the MLP runs on every token as large products). Softmax attention uses
+the same multiplied-out weights: scores x M^T ctx^T and output (w ctx) U^T, so that its per-task
+products read the tokens themselves (shared by all seeds in the first layer: one product per task for
+every seed and head), with the same savings in the last layer. LayerNorm, when the stack has it, is applied to what attention (and the MLP) read, over the
 unpadded coordinates. Widths are zero-padded to multiples of 4 (exact: padded coordinates stay 0),
 which doubles MKL's speed on these small products.
 
@@ -42,25 +43,45 @@ def _pad_to(w: Tensor, dims: dict[int, int]) -> Tensor:
 
 def _softmax_update(params: dict[str, Tensor], p: str, x: Tensor, ctx: Tensor, d_pad: int,
                     normalize: str, rows: tuple[int, int] | None = None) -> Tensor:
-    """Softmax attention update (S, B, T, Dp) of tokens x (queries) over context tokens ctx; only the
-    output coordinates rows[0]:rows[1] when `rows` is given."""
-    wq, wk, wv, wo = (params[p + k] for k in ("w_q", "w_k", "w_v", "w_o"))
-    dk, dv = -(-wq.shape[-2] // 4) * 4, -(-wv.shape[-2] // 4) * 4
-    wq = _pad_to(wq / params[p + "kernel_params"][..., 0, None, None], {-2: dk, -1: d_pad})
-    wk, wv = _pad_to(wk, {-2: dk, -1: d_pad}), _pad_to(wv, {-2: dv, -1: d_pad})
-    wo = _pad_to(wo, {-2: d_pad, -1: dv})
+    """Softmax attention update (S, B, T, Dp) of tokens x (queries) over context tokens ctx (both (B, T, Dp)
+    shared by the seeds, or both (S, B, T, Dp)); only the output coordinates rows[0]:rows[1] when `rows`.
+
+    Scores q k^T / tau = x M^T ctx^T with M = W_K^T W_Q / tau, and the output P (w V) = (w ctx) U^T with
+    U = P W_V (D x D per seed and head): the per-task products then read the tokens themselves, which are
+    shared by all seeds in the first layer, so that one product per task serves every seed and head."""
+    m = params[p + "w_k"].transpose(-1, -2) @ params[p + "w_q"]  # (S, H, D, D)
+    m = m / params[p + "kernel_params"][..., 0, None, None]
+    u = params[p + "w_o"] @ params[p + "w_v"]  # (S, H, D, D)
+    pad = d_pad - m.shape[-1]
+    if pad:
+        m = torch.nn.functional.pad(m, (0, pad, 0, pad))
+        u = torch.nn.functional.pad(u, (0, pad, 0, pad))
     if rows is not None:
-        wo = wo[..., rows[0]:rows[1], :]
-    shared = x.dim() == 3
-    proj = "btd,shkd->shbtk" if shared else "sbtd,shkd->shbtk"
-    q, k, v = torch.einsum(proj, x, wq), torch.einsum(proj, ctx, wk), torch.einsum(proj, ctx, wv)
+        u = u[..., rows[0]:rows[1], :]
+    s_n, h_n, g = u.shape[0], u.shape[1], u.shape[-2]
+    mt = m.transpose(-1, -2)  # (S, H, Dp, Dp): y = x @ mt
+    if x.dim() != ctx.dim():  # one of them per seed: both per seed
+        x, ctx = (x.expand(s_n, *x.shape), ctx) if x.dim() == 3 else (x, ctx.expand(s_n, *ctx.shape))
+    if x.dim() == 3:  # shared tokens: (B, T, Dp) -> (B, T*S*H, Dp), rows ordered (t, s, h)
+        b, t, _ = x.shape
+        y = (x.reshape(b * t, d_pad) @ mt.permute(2, 0, 1, 3).reshape(d_pad, s_n * h_n * d_pad))
+        y = y.view(b, t * s_n * h_n, d_pad)
+    else:  # per-seed tokens: (S, B, T, Dp) -> (S*B, T*H, Dp), rows ordered (t, h)
+        _, b, t, _ = x.shape
+        y = torch.bmm(x.reshape(s_n, b * t, d_pad), mt.permute(0, 2, 1, 3).reshape(s_n, d_pad, h_n * d_pad))
+        y = y.view(s_n * b, t * h_n, d_pad)
+        ctx = ctx.reshape(s_n * b, -1, d_pad)
     # softmax written out: torch.softmax over a last dimension of size ~10 is six times slower on CPU
-    e = q @ k.transpose(-1, -2)
+    e = torch.bmm(y, ctx.transpose(-1, -2))
     e = (e - e.amax(-1, keepdim=True).detach()).exp()
     w = e / e.sum(-1, keepdim=True)
     if normalize == "count":
         w = w / ctx.shape[-2]
-    return torch.einsum("shbtv,shdv->sbtd", w @ v, wo)
+    z = torch.bmm(w, ctx)  # (B, T*S*H, Dp) or (S*B, T*H, Dp)
+    if x.dim() == 3:
+        return torch.einsum("btshe,shge->sbtg", z.view(b, t, s_n, h_n, d_pad), u)
+    ut = u.transpose(-1, -2).reshape(s_n, h_n * d_pad, g)
+    return torch.bmm(z.view(s_n, b * t, h_n * d_pad), ut).view(s_n, b, t, g)
 
 
 def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
