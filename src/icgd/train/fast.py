@@ -177,13 +177,19 @@ def _linear_update(params: dict[str, Tensor], p: str, ctx: Tensor, x: Tensor, n:
     if pad:
         m = torch.nn.functional.pad(m, (0, pad, 0, pad))
         u = torch.nn.functional.pad(u, (0, pad, 0, pad))
-    c = ctx.transpose(-1, -2) @ ctx  # (B, D, D) or (S, B, D, D)
-    if normalize == "count":
-        c = c / n
     if last:
         u = u[..., dx:d, :]  # only the y-rows of the update are read out
-    if m.shape[1] == 1:  # one head: explicit contiguous layouts, no permutations
-        return _one_head(x, m[:, 0], c, u[:, 0])
+    scale = 1.0 / n if normalize == "count" else 1.0
+    if m.shape[1] == 1:  # one head: products written out with hand-picked layouts, forward and backward
+        if x.dim() == 3 and ctx.dim() == 3 and not (x.requires_grad or ctx.requires_grad):
+            return _SharedLinearAttention.apply(x, ctx, m[:, 0], u[:, 0], scale)
+        s_n = m.shape[0]
+        x = x.expand(s_n, *x.shape) if x.dim() == 3 else x
+        ctx = ctx.expand(s_n, *ctx.shape) if ctx.dim() == 3 else ctx
+        return _LinearAttention.apply(x, ctx, m[:, 0], u[:, 0], scale)
+    c = ctx.transpose(-1, -2) @ ctx  # (B, D, D) or (S, B, D, D)
+    if scale != 1.0:
+        c = c * scale
     # (x M^T) for every seed and head: one large product when x is shared
     if x.dim() == 3:
         y = torch.einsum("btd,shed->shbte", x, m)
@@ -194,26 +200,84 @@ def _linear_update(params: dict[str, Tensor], p: str, ctx: Tensor, x: Tensor, n:
     return torch.einsum("shbtf,shgf->sbtg", z, u)
 
 
-def _one_head(x: Tensor, m: Tensor, c: Tensor, u: Tensor) -> Tensor:
-    """x M^T C U^T per seed and task: x (B, T, D) or (S, B, T, D); m, u (S, D, D); c (B, D, D) or (S, B, D, D)."""
-    s_n = m.shape[0]
-    if x.dim() == 3:
+class _LinearAttention(torch.autograd.Function):
+    """One head of linear attention per seed, O = x M^T C U^T with C = scale * ctx^T ctx per task.
+
+    x (S, B, T, D), ctx (S, B, N, D), m (S, D, D), u (S, G, D) -> (S, B, T, G). The backward is written
+    out: it uses that C is symmetric (d ctx = ctx (dC + dC^T), one product) and keeps every operand in a
+    layout that MKL's small products handle fast; autograd's generic backward of the same products is
+    three times slower than the forward."""
+
+    @staticmethod
+    def forward(fctx, x: Tensor, ctx: Tensor, m: Tensor, u: Tensor, scale: float) -> Tensor:  # type: ignore[override]
+        s_n, b, t, d = x.shape
+        n, g = ctx.shape[-2], u.shape[-2]
+        cf = ctx.reshape(s_n * b, n, d)
+        c = torch.bmm(cf.transpose(1, 2), cf)  # (S*B, D, D)
+        if scale != 1.0:
+            c = c * scale
+        xf = x.reshape(s_n, b * t, d)
+        y = torch.bmm(xf, m.transpose(1, 2))  # (S, B*T, D)
+        z = torch.bmm(y.view(s_n * b, t, d), c)  # (S*B, T, D)
+        o = torch.bmm(z.view(s_n, b * t, d), u.transpose(1, 2))  # (S, B*T, G)
+        fctx.save_for_backward(xf, cf, m, u, c, y, z)
+        fctx.scale = scale
+        return o.view(s_n, b, t, g)
+
+    @staticmethod
+    def backward(fctx, grad: Tensor):  # type: ignore[override]
+        xf, cf, m, u, c, y, z = fctx.saved_tensors
+        s_n, bt, d = xf.shape
+        sb, n, _ = cf.shape
+        b, t = sb // s_n, bt // (sb // s_n)
+        go = grad.reshape(s_n, bt, -1)
+        gu = torch.bmm(go.transpose(1, 2), z.view(s_n, bt, d))
+        gz = torch.bmm(go, u).view(sb, t, d)
+        gy = torch.bmm(gz, c.transpose(1, 2)).view(s_n, bt, d)
+        gm = torch.bmm(gy.transpose(1, 2), xf)
+        gx = gc = None
+        if fctx.needs_input_grad[0]:
+            gx = torch.bmm(gy, m).view(s_n, b, t, d)
+        if fctx.needs_input_grad[1]:
+            gcs = torch.bmm(y.view(sb, t, d).transpose(1, 2), gz)  # dC (S*B, D, D)
+            gcs = gcs + gcs.transpose(1, 2)
+            if fctx.scale != 1.0:
+                gcs = gcs * fctx.scale
+            gc = torch.bmm(cf, gcs).view(s_n, b, n, d)
+        return gx, gc, gm, gu, None
+
+
+class _SharedLinearAttention(torch.autograd.Function):
+    """`_LinearAttention` for tokens shared by all seeds (data, no gradient): x (B, T, D), ctx (B, N, D).
+    C is computed once per task, x M^T for all seeds in one product, and (x M^T) C for all seeds in one
+    product per task."""
+
+    @staticmethod
+    def forward(fctx, x: Tensor, ctx: Tensor, m: Tensor, u: Tensor, scale: float) -> Tensor:  # type: ignore[override]
         b, t, d = x.shape
-        y = (x.reshape(b * t, d) @ m.transpose(-1, -2).permute(1, 0, 2).reshape(d, s_n * d))  # (B*T, S*D)
-        y = y.view(b, t, s_n, d).transpose(1, 2).reshape(b, s_n * t, d)  # (B, S*T, D)
-    else:
-        _, b, t, d = x.shape
-        y = torch.bmm(x.reshape(s_n, b * t, d), m.transpose(-1, -2)).view(s_n * b, t, d)
-    if c.dim() == 3:  # shared statistic: one product per task for all seeds
-        if x.dim() == 3:
-            z = torch.bmm(y, c).view(b, s_n, t, d).transpose(0, 1)
-        else:
-            z = torch.bmm(y.view(s_n, b, t, d).transpose(0, 1).reshape(b, s_n * t, d), c)
-            z = z.view(b, s_n, t, d).transpose(0, 1)
-    else:
-        z = torch.bmm(y.view(s_n * b, t, d), c.reshape(s_n * b, d, d)).view(s_n, b, t, d)
-    g = u.shape[-2]
-    return torch.bmm(z.reshape(s_n, b * t, d), u.transpose(-1, -2)).view(s_n, b, t, g)
+        s_n, g = m.shape[0], u.shape[-2]
+        c = torch.bmm(ctx.transpose(1, 2), ctx)  # (B, D, D)
+        if scale != 1.0:
+            c = c * scale
+        xf = x.reshape(b * t, d)
+        y = xf @ m.transpose(1, 2).permute(1, 0, 2).reshape(d, s_n * d)  # (B*T, S*D): y[bt, s] = M_s x_bt
+        z = torch.bmm(y.view(b, t * s_n, d), c)  # (B, T*S, D)
+        zs = z.view(b * t, s_n, d).transpose(0, 1).contiguous()  # (S, B*T, D)
+        o = torch.bmm(zs, u.transpose(1, 2))  # (S, B*T, G)
+        fctx.save_for_backward(xf, u, c, zs)
+        return o.view(s_n, b, t, g)
+
+    @staticmethod
+    def backward(fctx, grad: Tensor):  # type: ignore[override]
+        xf, u, c, zs = fctx.saved_tensors
+        s_n, bt, d = zs.shape
+        b = c.shape[0]
+        go = grad.reshape(s_n, bt, -1)
+        gu = torch.bmm(go.transpose(1, 2), zs)
+        gz = torch.bmm(go, u).transpose(0, 1).reshape(b, -1, d)  # (B, T*S, D)
+        gy = torch.bmm(gz, c.transpose(1, 2)).view(bt, s_n * d)
+        gm = (gy.t() @ xf).view(s_n, d, d)  # dM_s = (dy_s)^T x
+        return None, None, gm, gu, None
 
 
 def lsa_losses(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
