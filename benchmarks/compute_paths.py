@@ -1,16 +1,18 @@
-"""Fused vs generic compute path: milliseconds per training step (loss and gradient, all seeds at once).
+"""Compute paths compared: milliseconds per training step (loss and gradient, all seeds at once).
 
     python benchmarks/compute_paths.py CONFIG [key=value ...] [--reps 5] [--threads 2] [--json]
 
-CONFIG is a preset or a YAML file, as for `icgd train` (e.g. `lsa-1 model.layer_norm=true`). Both paths
-run the same config on the same batch; the fused path (`icgd.train.fast`) only where it supports the model.
-Prints the median over `reps` steps after one warm-up step.
+CONFIG is a preset or a YAML file, as for `icgd train` (e.g. `lsa-1 model.layer_norm=true`). Every path
+that supports the model runs the same config on the same batch: "kernel" (the compiled kernel,
+`icgd.train.kernel`), "fused" (`icgd.train.fast` in PyTorch products, as with ICGD_KERNEL=0) and "vmap"
+(the generic path). Prints the median over `reps` steps after one warm-up step.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -21,14 +23,15 @@ from icgd.train.engine import TaskStream, init_params, make_loss_fn, trainable_n
 
 
 def step_ms(config, reps: int) -> dict[str, float]:
-    """{path name: median ms of one loss + gradient step} for the fused (when supported) and generic paths."""
+    """{path name: median ms of one loss + gradient step} for each path that supports the model."""
     params = init_params(config)
     names = trainable_names(config)
     for k in names:
         params[k].requires_grad_(True)
     batch = TaskStream(config, "cpu").next()
     out = {}
-    for fast in (True, False):
+    for fast, use_kernel in ((True, True), (True, False), (False, False)):
+        os.environ["ICGD_KERNEL"] = "1" if use_kernel else "0"
         fn, name = make_loss_fn(config.model_copy(update={"fast": fast}))
         if name in out:
             continue
@@ -38,6 +41,7 @@ def step_ms(config, reps: int) -> dict[str, float]:
             torch.autograd.grad(fn(params, *batch).sum(), [params[k] for k in names])
             times.append(time.perf_counter() - t0)
         out[name] = 1000 * statistics.median(times[1:])
+    os.environ.pop("ICGD_KERNEL")
     return out
 
 

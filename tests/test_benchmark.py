@@ -13,12 +13,16 @@ def test_train_speed_benchmark_prints_its_json():
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     (m,) = out["models"]
-    assert m["name"] == "lsa-1" and m["compute_path"] == "fused"
+    assert m["name"] == "lsa-1" and m["compute_path"] in ("kernel", "fused")
     for key in ("seed_steps_per_s", "naive_seed_steps_per_s", "flops_per_step", "matmul_gflops"):
         assert m[key] > 0
 
 
-def test_compute_paths_benchmark_times_both_paths():
+def test_compute_paths_benchmark_times_every_path():
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "compute_paths.py"), "lsa-1", "batch_size=64",
+                        "--reps", "1", "--json"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert set(json.loads(r.stdout)["ms_per_step"]) == {"kernel", "fused", "vmap"}
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "compute_paths.py"), "lsa-1", "model.mlp=true",
                         "batch_size=64", "--reps", "1", "--json"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -33,7 +33,7 @@ from icgd.metrics import alignment, evaluate, query_loss
 from icgd.perf import keep_freed_memory
 from icgd.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from icgd.train.config import ModelConfig, TrainConfig, build_config, dump_config
-from icgd.train.fast import fast_supported, lsa_losses
+from icgd.train.fast import compute_path, fast_supported, lsa_losses
 from icgd.train.models import as_learner, build_module, param_prefix
 from icgd.train.rundir import METRIC_COLUMNS, RunDir
 
@@ -110,12 +110,14 @@ class TaskStream:
 
 
 # ------------------------------------------------------------------------------------------- losses
-def make_loss_fn(config: TrainConfig) -> tuple[Callable[..., Tensor], str]:
-    """(fn(params, cx, cy, qx, qy) -> per-seed losses (S,), name of the path)."""
+def make_loss_fn(config: TrainConfig, device: torch.device | str = "cpu") -> tuple[Callable[..., Tensor], str]:
+    """(fn(params, cx, cy, qx, qy) -> per-seed losses (S,), name of the path: "kernel" (the compiled
+    kernel, `icgd.train.kernel`), "fused" (fused PyTorch products) or "vmap" (any model))."""
     if isinstance(config.model, ModelConfig) and config.model.tokens == "concat" and config.fast:
         stack_cfg = config.stack_config()
         if fast_supported(stack_cfg):
-            return (lambda params, *batch: lsa_losses(params, stack_cfg, *batch)), "fused"
+            path = compute_path(stack_cfg, DTYPES[config.dtype], device)
+            return (lambda params, *batch: lsa_losses(params, stack_cfg, *batch)), path
     template = as_learner(config, build_module(config, device="meta"))
     prefix = param_prefix(config)
 
@@ -199,7 +201,7 @@ class Stepper:
             self.params[k].requires_grad_(True)
         self.opt = Adam(self.params, self.names, config.optim)
         self.stream = TaskStream(config, device)
-        self.loss_fn, self.path = make_loss_fn(config)
+        self.loss_fn, self.path = make_loss_fn(config, device)
 
     def step(self, i: int) -> tuple[Tensor, bool]:
         """(per-seed losses (S,), whether the update was applied) for optimisation step number i."""

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from icgd.nn.stack import StackConfig
+from icgd.train import kernel
 
 
 def fast_supported(config: StackConfig) -> bool:
@@ -31,6 +32,21 @@ def fast_supported(config: StackConfig) -> bool:
     a = config.attention
     return (a.kernel in ("linear", "softmax") and not a.causal and not a.query_in_keys
             and config.kernels is None)
+
+
+def kernel_supported(config: StackConfig) -> bool:
+    """Whether the stack is one the compiled kernel computes (one-head linear attention, no MLP, no
+    LayerNorm); it is used when it also compiles here and the tensors are float32/float64 on the CPU."""
+    a = config.attention
+    return fast_supported(config) and a.kernel == "linear" and a.n_heads == 1 and not (config.mlp or config.layer_norm)
+
+
+def compute_path(config: StackConfig, dtype: torch.dtype, device: torch.device | str) -> str:
+    """"kernel" (compiled, `icgd.train.kernel`), "fused" (PyTorch products) or "" (not supported)."""
+    if not fast_supported(config):
+        return ""
+    probe = torch.empty(0, dtype=dtype, device=device)
+    return "kernel" if kernel_supported(config) and kernel.usable(probe) else "fused"
 
 
 def _pad_to(w: Tensor, dims: dict[int, int]) -> Tensor:
@@ -96,6 +112,8 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
     lam = config.dampening if dampening is None else dampening
+    if kernel_supported(config) and kernel.usable(context_x, context_y, query_x, *params.values()):
+        return _kernel_predictions(params, config, context_x, context_y, query_x, n_steps, lam)
     dx, dy, n = context_x.shape[-1], context_y.shape[-1], context_x.shape[-2]
     # zero-pad the token width to a multiple of 4: the padded coordinates stay exactly 0 (their rows and
     # columns of M and U are 0) and small matrix products of width 12 run twice as fast as width 11
@@ -138,6 +156,31 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
         x = _clip(x, config.clip)
         # split (not slicing): its backward concatenates instead of filling zeros
         ctx = x.split([n, x.shape[-2] - n], -2)[0]
+    raise AssertionError("unreachable")
+
+
+def _kernel_predictions(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
+                        query_x: Tensor, n_steps: int, lam: float) -> Tensor:
+    """`lsa_predictions` of one-head linear attention stacks by the compiled kernel: the tokens stay in its
+    block layout (tasks in groups of 16, task index last) through all layers; residual, dampening and
+    clipping are elementwise and indifferent to the layout."""
+    dx, dy, n = context_x.shape[-1], context_y.shape[-1], context_x.shape[-2]
+    d = dx + dy
+    tokens = torch.cat([torch.cat([context_x, context_y], -1),
+                        torch.cat([query_x, query_x.new_zeros(*query_x.shape[:-1], dy)], -1)], -2)
+    b, t = tokens.shape[-3], tokens.shape[-2]
+    tok = kernel.to_blocks(tokens)  # (NB, T, D, L) shared by the seeds, or (S, NB, T, D, L)
+    scale = 1.0 / n if config.attention.normalize == "count" else 1.0
+    for step in range(n_steps):
+        p = f"layers.{0 if config.recurrent else step}.attn."
+        m = (params[p + "w_k"].transpose(-1, -2) @ params[p + "w_q"])[:, 0]  # (S, D, D) = W_K^T W_Q
+        u = (params[p + "w_o"] @ params[p + "w_v"])[:, 0]  # (S, D, D) = P W_V
+        if step == n_steps - 1:  # the query rows' y-entries only: all the loss reads
+            upd = kernel.KernelLinearAttention.apply(tok, m, u[:, dx:d], n, n, t, scale)
+            y = tok[..., n:, dx:d, :] + (lam * upd if lam != 1.0 else upd)
+            return -kernel.from_blocks(_clip(y, config.clip), b)
+        upd = kernel.KernelLinearAttention.apply(tok, m, u, n, 0, t, scale)
+        tok = _clip(tok + (lam * upd if lam != 1.0 else upd), config.clip)
     raise AssertionError("unreachable")
 
 

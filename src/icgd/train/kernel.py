@@ -1,0 +1,174 @@
+"""The compiled CPU kernel of one-head linear attention (lsa_kernel.c) and its autograd function.
+
+The C source ships with the package and is compiled on first use with the machine's C compiler
+(`cc -O3 -march=native`) into a cache folder (`$ICGD_CACHE_DIR`, else ~/.cache/icgd), keyed by a hash of
+the source, the compiler and the CPU, and loaded with ctypes. Where no compiler works, or with
+`ICGD_KERNEL=0`, `load()` returns None and the fused path uses PyTorch products instead (same math;
+results differ at float rounding). Nothing happens at import.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+LANES = 16
+_SOURCE = Path(__file__).with_name("lsa_kernel.c")
+_DRIVER = ('#define REAL float\n#define SUFFIX _f32\n#include "lsa_kernel.c"\n#undef REAL\n#undef SUFFIX\n'
+           '#define REAL double\n#define SUFFIX _f64\n#include "lsa_kernel.c"\n')
+_FLAGS = ["-O3", "-march=native", "-shared", "-fPIC", "-std=gnu11", "-fopenmp"]
+_state: dict[str, object] = {}
+
+
+class _Dims(ctypes.Structure):
+    _fields_ = [(k, ctypes.c_int64) for k in ("S", "NB", "TT", "N", "Q0", "Q1", "D", "G", "tok_seed_stride")]
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("ICGD_CACHE_DIR") or Path.home() / ".cache" / "icgd")
+
+
+def _cpu_id() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        return "\n".join(sorted({ln for ln in text.splitlines() if ln.startswith(("model name", "flags"))}))
+    except OSError:
+        return platform.processor()
+
+
+def _compile() -> tuple[ctypes.CDLL | None, str]:
+    cc = os.environ.get("CC", "cc")
+    try:
+        version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"no C compiler ({cc}): {e}"
+    key = hashlib.sha256("\0".join([_SOURCE.read_text(), _DRIVER, version, " ".join(_FLAGS), _cpu_id(),
+                                    platform.machine()]).encode()).hexdigest()[:16]
+    target = cache_dir() / f"lsa_kernel-{key}.so"
+    if not target.exists():
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+                driver = Path(tmp) / "driver.c"
+                driver.write_text(_DRIVER)
+                out = Path(tmp) / target.name
+                proc = subprocess.run([cc, *_FLAGS, "-I", str(_SOURCE.parent), "-o", str(out), str(driver)],
+                                      capture_output=True, text=True, timeout=300)
+                if proc.returncode != 0:
+                    return None, f"compiling {_SOURCE.name} failed: {proc.stderr.strip()[:500]}"
+                os.replace(out, target)  # atomic: a concurrent process sees the old or the whole new file
+        except (OSError, subprocess.SubprocessError) as e:
+            return None, f"compiling {_SOURCE.name} failed: {e}"
+    try:
+        lib = ctypes.CDLL(str(target))
+    except OSError as e:
+        return None, f"loading {target} failed: {e}"
+    for suffix, real in (("_f32", ctypes.c_float), ("_f64", ctypes.c_double)):
+        p, dims = ctypes.c_void_p, ctypes.POINTER(_Dims)
+        fwd = getattr(lib, "lsa_forward" + suffix)
+        fwd.argtypes = [p, p, p, p, dims, real, ctypes.c_int]
+        bwd = getattr(lib, "lsa_backward" + suffix)
+        bwd.argtypes = [p, p, p, p, p, p, p, dims, real, ctypes.c_int]
+        fwd.restype = bwd.restype = ctypes.c_int
+    return lib, f"compiled {target}"
+
+
+def load() -> ctypes.CDLL | None:
+    """The compiled kernel, or None (ICGD_KERNEL=0, or no working C compiler: see `status()`)."""
+    if os.environ.get("ICGD_KERNEL", "1") == "0":
+        return None
+    if "lib" not in _state:
+        _state["lib"], _state["status"] = _compile()
+    return _state["lib"]  # type: ignore[return-value]
+
+
+def status() -> str:
+    """Why `load()` gives what it gives."""
+    if os.environ.get("ICGD_KERNEL", "1") == "0":
+        return "disabled by ICGD_KERNEL=0"
+    load()
+    return str(_state["status"])
+
+
+def usable(*tensors: Tensor) -> bool:
+    """Whether the kernel can compute with these tensors (CPU, float32 or float64) and is available."""
+    t0 = tensors[0]
+    return (t0.device.type == "cpu" and t0.dtype in (torch.float32, torch.float64)
+            and all(t.dtype == t0.dtype and t.device == t0.device for t in tensors) and load() is not None)
+
+
+def _ptr(t: Tensor | None) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
+def _run(fn, args: list) -> None:
+    if fn(*args, max(1, torch.get_num_threads())):
+        raise RuntimeError("lsa kernel failed")
+
+
+def to_blocks(x: Tensor) -> Tensor:
+    """(..., B, T, D) -> (..., ceil(B / LANES), T, D, LANES): tasks in groups of LANES, task index last;
+    missing tasks of the last group are 0."""
+    *lead, b, t, d = x.shape
+    nb = -(-b // LANES)
+    x = torch.nn.functional.pad(x, (0, 0, 0, 0, 0, nb * LANES - b)) if nb * LANES != b else x
+    return x.reshape(*lead, nb, LANES, t, d).movedim(-3, -1).contiguous()
+
+
+def from_blocks(x: Tensor, b: int) -> Tensor:
+    """Inverse of `to_blocks`: (..., NB, T, D, LANES) -> (..., B, T, D)."""
+    *lead, nb, t, d, lanes = x.shape
+    return x.movedim(-1, -3).reshape(*lead, nb * lanes, t, d)[..., :b, :, :]
+
+
+class KernelLinearAttention(torch.autograd.Function):
+    """o_t = U C M x_t for the query rows t in [q0, q1), C = scale * sum_{i < n} x_i x_i^T, per seed and task,
+    computed by the compiled kernel on tokens in block layout (`to_blocks`).
+
+    tok (S, NB, TT, D, L) or shared by the seeds (NB, TT, D, L); m (S, D, D); u (S, G, D)
+    -> (S, NB, q1 - q0, G, L). Shared tokens get no gradient."""
+
+    @staticmethod
+    def forward(fctx, tok: Tensor, m: Tensor, u: Tensor, n: int, q0: int, q1: int,  # type: ignore[override]
+                scale: float) -> Tensor:
+        lib = load()
+        assert lib is not None
+        if tok.dim() == 4 and tok.requires_grad:
+            raise ValueError("shared tokens (NB, T, D, L) get no gradient: pass them per seed (S, NB, T, D, L)")
+        tok, m, u = (t.detach().contiguous() for t in (tok, m, u))
+        s_n, g, d = m.shape[0], u.shape[-2], m.shape[-1]
+        nb, tt = tok.shape[-4], tok.shape[-3]
+        if tok.shape[-2:] != (d, LANES) or not 0 < n <= tt or not 0 <= q0 < q1 <= tt:
+            raise ValueError(f"kernel: tokens {tuple(tok.shape)} do not fit D={d}, n={n}, rows {q0}:{q1}")
+        dims = _Dims(s_n, nb, tt, n, q0, q1, d, g, nb * tt * d if tok.dim() == 5 else 0)
+        out = tok.new_empty(s_n, nb, q1 - q0, g, LANES)
+        suffix = "_f32" if tok.dtype == torch.float32 else "_f64"
+        _run(getattr(lib, "lsa_forward" + suffix),
+             [_ptr(tok), _ptr(m), _ptr(u), _ptr(out), ctypes.byref(dims), scale])
+        fctx.save_for_backward(tok, m, u)
+        fctx.dims, fctx.scale = dims, scale
+        return out
+
+    @staticmethod
+    def backward(fctx, grad: Tensor):  # type: ignore[override]
+        lib = load()
+        tok, m, u = fctx.saved_tensors
+        dims = fctx.dims
+        s_n, nb, d, g = dims.S, dims.NB, dims.D, dims.G
+        gtok = tok.new_empty(s_n, nb, dims.TT, d, LANES) if fctx.needs_input_grad[0] and tok.dim() == 5 else None
+        gm_part = m.new_empty(s_n, nb, d, d)
+        gu_part = u.new_empty(s_n, nb, g, d)
+        go = grad.contiguous()  # bound to a name: it must outlive the call
+        suffix = "_f32" if tok.dtype == torch.float32 else "_f64"
+        _run(getattr(lib, "lsa_backward" + suffix),
+             [_ptr(tok), _ptr(m), _ptr(u), _ptr(go), _ptr(gtok), _ptr(gm_part), _ptr(gu_part),
+              ctypes.byref(dims), fctx.scale])
+        return gtok, gm_part.sum(1), gu_part.sum(1), None, None, None, None

@@ -1,0 +1,89 @@
+"""The compiled one-head linear attention kernel: exact to rounding, independent of threads, optional."""
+
+import shutil  # noqa: F401  (used by a skipif condition)
+
+import pytest
+import torch
+
+from icgd.train import kernel
+from icgd.train.fast import _LinearAttention, compute_path
+from icgd.train.kernel import KernelLinearAttention, from_blocks, to_blocks
+
+needs_kernel = pytest.mark.skipif("kernel.load() is None", reason="no compiled kernel here")
+
+
+def _case(s_n, b, t, d, g, shared, dtype=torch.float64, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    r = lambda *shape: torch.randn(*shape, generator=gen, dtype=dtype)  # noqa: E731
+    x = r(b, t, d) if shared else r(s_n, b, t, d).requires_grad_()
+    return x, r(s_n, d, d).requires_grad_(), r(s_n, g, d).requires_grad_()
+
+
+@needs_kernel
+@pytest.mark.parametrize("s_n,b,t,n,q0,d,g,shared,scale", [
+    (3, 37, 5, 4, 0, 7, 2, False, 1.0),   # a partial block of tasks (37 = 2 * 16 + 5)
+    (2, 16, 7, 6, 6, 5, 1, False, 1.0),   # last layer: one query row, y-rows of U
+    (2, 20, 7, 6, 4, 5, 3, False, 0.25),  # several query rows, count normalisation
+    (3, 40, 5, 4, 0, 7, 7, True, 1.0),    # tokens shared by the seeds
+])
+def test_kernel_equals_the_torch_products(s_n, b, t, n, q0, d, g, shared, scale):
+    x, m, u = _case(s_n, b, t, d, g, shared)
+    go = torch.randn(s_n, b, t - q0, g, generator=torch.Generator().manual_seed(9), dtype=x.dtype)
+    out = from_blocks(KernelLinearAttention.apply(to_blocks(x), m, u, n, q0, t, scale), b)
+    xe = x.expand(s_n, *x.shape) if shared else x
+    ref = _LinearAttention.apply(xe[:, :, q0:], xe[:, :, :n], m, u, scale)
+    torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
+    inputs = [v for v in (x, m, u) if v.requires_grad]
+    for a, r in zip(torch.autograd.grad((out * go).sum(), inputs), torch.autograd.grad((ref * go).sum(), inputs)):
+        torch.testing.assert_close(a, r, rtol=1e-12, atol=1e-12)
+
+
+@needs_kernel
+def test_kernel_results_do_not_depend_on_the_number_of_threads():
+    x, m, u = _case(4, 100, 11, 11, 11, False, dtype=torch.float32)
+    before = torch.get_num_threads()
+    outs = []
+    try:
+        for threads in (1, 2, 3):
+            torch.set_num_threads(threads)
+            o = KernelLinearAttention.apply(to_blocks(x), m, u, 10, 0, 11, 1.0)
+            outs.append((o, *torch.autograd.grad(o.square().sum(), [x, m, u])))
+    finally:
+        torch.set_num_threads(before)
+    for other in outs[1:]:
+        for a, b in zip(outs[0], other):
+            assert torch.equal(a, b)
+
+
+@needs_kernel
+def test_shared_tokens_get_no_gradient():
+    x, m, u = _case(2, 16, 5, 4, 4, True)
+    with pytest.raises(ValueError, match="no gradient"):
+        KernelLinearAttention.apply(to_blocks(x).requires_grad_(), m, u, 4, 0, 5, 1.0)
+
+
+def test_without_a_compiler_the_fused_path_uses_torch_products(monkeypatch, tmp_path):
+    from icgd.train.config import load_config
+
+    monkeypatch.setattr(kernel, "_state", {})
+    monkeypatch.setenv("ICGD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+    assert kernel.load() is None and "no C compiler" in kernel.status()
+    stack = load_config("lsa-5").stack_config()
+    assert compute_path(stack, torch.float32, "cpu") == "fused"
+    monkeypatch.setattr(kernel, "_state", {})
+    monkeypatch.setenv("ICGD_KERNEL", "0")
+    monkeypatch.delenv("CC")
+    assert kernel.load() is None and "ICGD_KERNEL=0" in kernel.status()
+    assert compute_path(stack, torch.float32, "cpu") == "fused"
+
+
+@pytest.mark.skipif("shutil.which('cc') is None", reason="no C compiler")
+def test_a_broken_source_is_reported_not_raised(monkeypatch, tmp_path):
+    bad = tmp_path / "lsa_kernel.c"
+    bad.write_text("this is not C\n")
+    monkeypatch.setattr(kernel, "_state", {})
+    monkeypatch.setattr(kernel, "_SOURCE", bad)
+    monkeypatch.setenv("ICGD_CACHE_DIR", str(tmp_path / "cache"))
+    assert kernel.load() is None
+    assert "failed" in kernel.status()
