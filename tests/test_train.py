@@ -140,6 +140,8 @@ def test_resume_gives_exactly_the_uninterrupted_run(tmp_path):
     s_full = json.loads((tmp_path / "full" / "summary.json").read_text())
     s_done = json.loads((tmp_path / "part" / "summary.json").read_text())
     assert s_full["seeds"] == s_done["seeds"] and s_done["status"] == "completed"
+    env = json.loads((tmp_path / "part" / "env.json").read_text())
+    assert env["compute_path"] == s_done["compute_path"] in ("kernel", "fused")
 
 
 def test_sigkill_then_resume_matches_uninterrupted(tmp_path):

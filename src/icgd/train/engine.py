@@ -333,13 +333,16 @@ class TrainResult:
         return seed_learner(self.config, self.params, self.config.seeds.index(seed))
 
 
-def environment(device: torch.device, config: TrainConfig) -> dict[str, Any]:
+def environment(device: torch.device, config: TrainConfig, path: str = "") -> dict[str, Any]:
     import numpy
+
+    from icgd.train import kernel
 
     return {"icgd": icgd.__version__, "torch": torch.__version__, "numpy": numpy.__version__,
             "python": platform.python_version(), "platform": platform.platform(), "device": str(device),
             "cuda": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
             "threads": torch.get_num_threads(), "seeds": config.seeds, "data_seed": config.data_seed,
+            "compute_path": path, "kernel": kernel.status() if path == "kernel" else None,
             "command": " ".join(sys.argv)}
 
 
@@ -366,9 +369,8 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
             raise ValueError("a config is needed to start a run")
         run = RunDir.create(out if out is not None else Path("runs") / config.name)
         run.write_config(dump_config(config))
-    run.write_env(environment(device, config))
-
     stepper = Stepper(config, device)
+    run.write_env(environment(device, config, stepper.path))
     params, opt, stream = stepper.params, stepper.opt, stepper.stream
 
     g_eval = make_generator(config.eval.seed)
