@@ -419,7 +419,7 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
 
 
 @register("oswald-deep", "recurrent 2-layer and 5-layer LSA vs GD and GD++ (Fig. 3, 7, 8)",
-          "source 000, sec. 3 'Multiple steps', Fig. 3, A.10", quick_minutes=4.5, full_minutes=30.0)
+          "source 000, sec. 3 'Multiple steps', Fig. 3, A.10", quick_minutes=2.0, full_minutes=30.0)
 def deep(ctx: ExperimentContext) -> None:
     rec = ctx.train("lsa2rec", train_config(ctx, "lsa2rec", {"n_layers": 2, "recurrent": True}, (4000, 10000),
                                             reference="gdpp"))
@@ -642,7 +642,7 @@ def fixed_data(ctx: ExperimentContext) -> None:
 
 # --------------------------------------------------------------------------------------- depths 2-4
 @register("oswald-depth", "recurrent and separate-layer LSA stacks of depth 2 to 4, and (full mode) 2 layers "
-          "with 4 heads and MLPs, vs GD and GD++ (Fig. 7, 8)", "source 000, A.5, Fig. 7, 8", quick_minutes=6.0,
+          "with 4 heads and MLPs, vs GD and GD++ (Fig. 7, 8)", "source 000, A.5, Fig. 7, 8", quick_minutes=2.5,
           full_minutes=50.0)
 def depth(ctx: ExperimentContext) -> None:
     variants = {f"{'recurrent' if rec else 'layers'}-{k}": ({"n_layers": k, "recurrent": rec}, k)
