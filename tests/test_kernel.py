@@ -87,3 +87,9 @@ def test_a_broken_source_is_reported_not_raised(monkeypatch, tmp_path):
     monkeypatch.setenv("ICGD_CACHE_DIR", str(tmp_path / "cache"))
     assert kernel.load() is None
     assert "failed" in kernel.status()
+
+
+def test_long_contexts_are_left_to_the_torch_products():
+    # the kernel keeps per-thread buffers on the stack: long contexts must not reach it
+    assert kernel.fits(11, 11, torch.float32) and kernel.fits(11, 11, torch.float64)
+    assert not kernel.fits(1001, 21, torch.float32) and not kernel.fits(200, 21, torch.float64)

@@ -42,7 +42,8 @@ def kernel_supported(config: StackConfig) -> bool:
 
 
 def compute_path(config: StackConfig, dtype: torch.dtype, device: torch.device | str) -> str:
-    """"kernel" (compiled, `icgd.train.kernel`), "fused" (PyTorch products) or "" (not supported)."""
+    """"kernel" (compiled, `icgd.train.kernel`), "fused" (PyTorch products) or "" (not supported).
+    (Contexts too long for the kernel's buffers, `kernel.fits`, go to the PyTorch products.)"""
     if not fast_supported(config):
         return ""
     probe = torch.empty(0, dtype=dtype, device=device)
@@ -112,7 +113,9 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
     lam = config.dampening if dampening is None else dampening
-    if kernel_supported(config) and kernel.usable(context_x, context_y, query_x, *params.values()):
+    n_tokens, width = context_x.shape[-2] + query_x.shape[-2], context_x.shape[-1] + context_y.shape[-1]
+    if (kernel_supported(config) and kernel.fits(n_tokens, width, context_x.dtype)
+            and kernel.usable(context_x, context_y, query_x, *params.values())):
         return _kernel_predictions(params, config, context_x, context_y, query_x, n_steps, lam)
     dx, dy, n = context_x.shape[-1], context_y.shape[-1], context_x.shape[-2]
     # zero-pad the token width to a multiple of 4: the padded coordinates stay exactly 0 (their rows and

@@ -1,7 +1,7 @@
 """The compiled CPU kernel of one-head linear attention (lsa_kernel.c) and its autograd function.
 
 The C source ships with the package and is compiled on first use with the machine's C compiler
-(`cc -O3 -march=native`) into a cache folder (`$ICGD_CACHE_DIR`, else ~/.cache/icgd), keyed by a hash of
+(`cc -O3 -march=native -fopenmp`, else without OpenMP on one thread) into a cache folder (`$ICGD_CACHE_DIR`, else ~/.cache/icgd), keyed by a hash of
 the source, the compiler and the CPU, and loaded with ctypes. Where no compiler works, or with
 `ICGD_KERNEL=0`, `load()` returns None and the fused path uses PyTorch products instead (same math;
 results differ at float rounding). Nothing happens at import.
@@ -24,7 +24,8 @@ LANES = 16
 _SOURCE = Path(__file__).with_name("lsa_kernel.c")
 _DRIVER = ('#define REAL float\n#define SUFFIX _f32\n#include "lsa_kernel.c"\n#undef REAL\n#undef SUFFIX\n'
            '#define REAL double\n#define SUFFIX _f64\n#include "lsa_kernel.c"\n')
-_FLAGS = ["-O3", "-march=native", "-shared", "-fPIC", "-std=gnu11", "-fopenmp"]
+_FLAGS = ["-O3", "-march=native", "-shared", "-fPIC", "-std=gnu11"]
+_STACK_BYTES = 1 << 20  # the kernel's per-thread work buffers live on the stack: keep them small
 _state: dict[str, object] = {}
 
 
@@ -60,8 +61,11 @@ def _compile() -> tuple[ctypes.CDLL | None, str]:
                 driver = Path(tmp) / "driver.c"
                 driver.write_text(_DRIVER)
                 out = Path(tmp) / target.name
-                proc = subprocess.run([cc, *_FLAGS, "-I", str(_SOURCE.parent), "-o", str(out), str(driver)],
-                                      capture_output=True, text=True, timeout=300)
+                for extra in (["-fopenmp"], []):  # without OpenMP support: one thread
+                    proc = subprocess.run([cc, *_FLAGS, *extra, "-I", str(_SOURCE.parent), "-o", str(out),
+                                           str(driver)], capture_output=True, text=True, timeout=300)
+                    if proc.returncode == 0:
+                        break
                 if proc.returncode != 0:
                     return None, f"compiling {_SOURCE.name} failed: {proc.stderr.strip()[:500]}"
                 os.replace(out, target)  # atomic: a concurrent process sees the old or the whole new file
@@ -103,6 +107,13 @@ def usable(*tensors: Tensor) -> bool:
     t0 = tensors[0]
     return (t0.device.type == "cpu" and t0.dtype in (torch.float32, torch.float64)
             and all(t.dtype == t0.dtype and t.device == t0.device for t in tensors) and load() is not None)
+
+
+def fits(n_tokens: int, d: int, dtype: torch.dtype) -> bool:
+    """Whether the kernel's per-thread buffers for n_tokens tokens of width d fit its stack budget (1 MiB;
+    larger contexts use the PyTorch products)."""
+    item = torch.empty(0, dtype=dtype).element_size()
+    return (4 * n_tokens * d + 2 * d * d) * LANES * item <= _STACK_BYTES
 
 
 def _ptr(t: Tensor | None) -> int | None:
