@@ -40,6 +40,19 @@ static void FN(gram)(const V *x, int64_t N, int64_t D, REAL scale, V *c) {
         }
 }
 
+/* sum_t a[t * sa] * b[t * sb] over t < R (per lane), and the sum of a vector's lanes */
+static V FN(col_dot)(const V *a, int64_t sa, const V *b, int64_t sb, int64_t R) {
+    V acc = {0};
+    for (int64_t t = 0; t < R; t++) acc += a[t * sa] * b[t * sb];
+    return acc;
+}
+
+static REAL FN(lane_sum)(V v) {
+    REAL sum = 0;
+    for (int l = 0; l < LANES; l++) sum += v[l];
+    return sum;
+}
+
 /* y = M x_t (D), z = C y (D) for one row */
 static void FN(row)(const V *xt, const REAL *m, const V *c, int64_t D, V *y, V *z) {
     for (int64_t e = 0; e < D; e++) {
@@ -109,21 +122,9 @@ int FN(lsa_backward)(const V *tok, const REAL *m, const REAL *u, const V *gout, 
         }
         REAL *pm = dgm_part + k * D * D, *pu = dgu_part + k * G * D;
         for (int64_t g = 0; g < G; g++)  /* dU = sum_t gO_t z_t^T */
-            for (int64_t f = 0; f < D; f++) {
-                V acc = {0};
-                for (int64_t t = 0; t < R; t++) acc += go[t * G + g] * z[t * D + f];
-                REAL sum = 0;
-                for (int l = 0; l < LANES; l++) sum += acc[l];
-                pu[g * D + f] = sum;
-            }
+            for (int64_t f = 0; f < D; f++) pu[g * D + f] = FN(lane_sum)(FN(col_dot)(go + g, G, z + f, D, R));
         for (int64_t e = 0; e < D; e++)  /* dM = sum_t dy_t x_t^T */
-            for (int64_t q = 0; q < D; q++) {
-                V acc = {0};
-                for (int64_t t = 0; t < R; t++) acc += gy[t * D + e] * xq[t * D + q];
-                REAL sum = 0;
-                for (int l = 0; l < LANES; l++) sum += acc[l];
-                pm[e * D + q] = sum;
-            }
+            for (int64_t q = 0; q < D; q++) pm[e * D + q] = FN(lane_sum)(FN(col_dot)(gy + e, D, xq + q, D, R));
         if (!gtok) continue;
         V *gx = gtok + k * TT * D;
         memset(gx, 0, sizeof(V) * TT * D);
@@ -135,11 +136,7 @@ int FN(lsa_backward)(const V *tok, const REAL *m, const REAL *u, const V *gout, 
             }
         for (int64_t e = 0; e < D; e++)  /* dC = sum_t y_t dz_t^T, then scale * (dC + dC^T) */
             for (int64_t f = e; f < D; f++) {
-                V a1 = {0}, a2 = {0};
-                for (int64_t t = 0; t < R; t++) {
-                    a1 += y[t * D + e] * gz[t * D + f];
-                    a2 += y[t * D + f] * gz[t * D + e];
-                }
+                const V a1 = FN(col_dot)(y + e, D, gz + f, D, R), a2 = FN(col_dot)(y + f, D, gz + e, D, R);
                 gc[e * D + f] = gc[f * D + e] = (a1 + a2) * scale;
             }
         for (int64_t i = 0; i < N; i++)  /* dctx_i += (scaled dC + dC^T) x_i */
