@@ -7,7 +7,7 @@ import torch
 
 from icgd.train import kernel
 from icgd.train.fast import _LinearAttention, compute_path
-from icgd.train.kernel import KernelLinearAttention, from_blocks, to_blocks
+from icgd.train.kernel import from_blocks, to_blocks
 
 needs_kernel = pytest.mark.skipif("kernel.load() is None", reason="no compiled kernel here")
 
@@ -29,13 +29,44 @@ def _case(s_n, b, t, d, g, shared, dtype=torch.float64, seed=0):
 def test_kernel_equals_the_torch_products(s_n, b, t, n, q0, d, g, shared, scale):
     x, m, u = _case(s_n, b, t, d, g, shared)
     go = torch.randn(s_n, b, t - q0, g, generator=torch.Generator().manual_seed(9), dtype=x.dtype)
-    out = from_blocks(KernelLinearAttention.apply(to_blocks(x), m, u, n, q0, t, scale), b)
+    out = from_blocks(kernel.attention(to_blocks(x), m, u, n, q0, t, scale), b)
     xe = x.expand(s_n, *x.shape) if shared else x
     ref = _LinearAttention.apply(xe[:, :, q0:], xe[:, :, :n], m, u, scale)
     torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
     inputs = [v for v in (x, m, u) if v.requires_grad]
     for a, r in zip(torch.autograd.grad((out * go).sum(), inputs), torch.autograd.grad((ref * go).sum(), inputs)):
         torch.testing.assert_close(a, r, rtol=1e-12, atol=1e-12)
+
+
+@needs_kernel
+@pytest.mark.parametrize("q0,g,r,lam,clip,shared", [
+    (0, 7, 0, 1.0, 1.5, False),     # a whole layer: every row, every coordinate, clipped
+    (0, 7, 0, 0.7, None, False),    # dampened, no clip
+    (4, 2, 5, 0.7, 1.0, False),     # last layer: query rows, y-coordinates, dampened and clipped
+    (4, 2, 5, 1.0, 1.0, True),      # tokens shared by the seeds (a 1-layer stack)
+])
+def test_kernel_residual_layer_equals_torch(q0, g, r, lam, clip, shared):
+    """residual=r: clamp(x_t[r:r+G] + lam * U C M x_t, -clip, clip), value and gradient, the clamp's
+    gradient included (some entries clipped, not all)."""
+    s_n, b, t, n, d = 2, 37, 5, 4, 7
+    x, m, u = _case(s_n, b, t, d, g, shared)
+    go = torch.randn(s_n, b, t - q0, g, generator=torch.Generator().manual_seed(5), dtype=x.dtype)
+    out = from_blocks(kernel.attention(to_blocks(x), m, u, n, q0, t, 1.0, residual=r, lam=lam, clip=clip), b)
+    xe = x.expand(s_n, *x.shape) if shared else x
+    pre = xe[:, :, q0:, r:r + g] + lam * _LinearAttention.apply(xe[:, :, q0:], xe[:, :, :n], m, u, 1.0)
+    ref = pre if clip is None else pre.clamp(-clip, clip)
+    if clip is not None:
+        assert 0 < (pre.abs() > clip).float().mean() < 1
+    torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
+    inputs = [v for v in (x, m, u) if v.requires_grad]
+    for a, e in zip(torch.autograd.grad((out * go).sum(), inputs), torch.autograd.grad((ref * go).sum(), inputs)):
+        torch.testing.assert_close(a, e, rtol=1e-12, atol=1e-12)
+
+
+def test_kernel_attention_rejects_clip_without_residual():
+    x, m, u = _case(1, 16, 5, 4, 4, True)
+    with pytest.raises(ValueError, match="residual"):
+        kernel.attention(to_blocks(x), m, u, 4, 0, 5, 1.0, clip=1.0)
 
 
 @needs_kernel
@@ -46,7 +77,7 @@ def test_kernel_results_do_not_depend_on_the_number_of_threads():
     try:
         for threads in (1, 2, 3):
             torch.set_num_threads(threads)
-            o = KernelLinearAttention.apply(to_blocks(x), m, u, 10, 0, 11, 1.0)
+            o = kernel.attention(to_blocks(x), m, u, 10, 0, 11, 1.0)
             outs.append((o, *torch.autograd.grad(o.square().sum(), [x, m, u])))
     finally:
         torch.set_num_threads(before)
@@ -59,7 +90,7 @@ def test_kernel_results_do_not_depend_on_the_number_of_threads():
 def test_shared_tokens_get_no_gradient():
     x, m, u = _case(2, 16, 5, 4, 4, True)
     with pytest.raises(ValueError, match="no gradient"):
-        KernelLinearAttention.apply(to_blocks(x).requires_grad_(), m, u, 4, 0, 5, 1.0)
+        kernel.attention(to_blocks(x).requires_grad_(), m, u, 4, 0, 5, 1.0)
 
 
 def test_without_a_compiler_the_fused_path_uses_torch_products(monkeypatch, tmp_path):

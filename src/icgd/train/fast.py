@@ -165,8 +165,8 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
 def _kernel_predictions(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
                         query_x: Tensor, n_steps: int, lam: float) -> Tensor:
     """`lsa_predictions` of one-head linear attention stacks by the compiled kernel: the tokens stay in its
-    block layout (tasks in groups of 16, task index last) through all layers; residual, dampening and
-    clipping are elementwise and indifferent to the layout."""
+    block layout (tasks in groups of 16, task index last) through all layers, and each layer (residual,
+    dampening and clipping included) is one call of the kernel."""
     dx, dy, n = context_x.shape[-1], context_y.shape[-1], context_x.shape[-2]
     d = dx + dy
     tokens = torch.cat([torch.cat([context_x, context_y], -1),
@@ -179,11 +179,9 @@ def _kernel_predictions(params: dict[str, Tensor], config: StackConfig, context_
         m = (params[p + "w_k"].transpose(-1, -2) @ params[p + "w_q"])[:, 0]  # (S, D, D) = W_K^T W_Q
         u = (params[p + "w_o"] @ params[p + "w_v"])[:, 0]  # (S, D, D) = P W_V
         if step == n_steps - 1:  # the query rows' y-entries only: all the loss reads
-            upd = kernel.KernelLinearAttention.apply(tok, m, u[:, dx:d], n, n, t, scale)
-            y = tok[..., n:, dx:d, :] + (lam * upd if lam != 1.0 else upd)
-            return -kernel.from_blocks(_clip(y, config.clip), b)
-        upd = kernel.KernelLinearAttention.apply(tok, m, u, n, 0, t, scale)
-        tok = _clip(tok + (lam * upd if lam != 1.0 else upd), config.clip)
+            y = kernel.attention(tok, m, u[:, dx:d], n, n, t, scale, residual=dx, lam=lam, clip=config.clip)
+            return -kernel.from_blocks(y, b)
+        tok = kernel.attention(tok, m, u, n, 0, t, scale, residual=0, lam=lam, clip=config.clip)
     raise AssertionError("unreachable")
 
 

@@ -22,15 +22,16 @@ from torch import Tensor
 
 LANES = 16
 _SOURCE = Path(__file__).with_name("lsa_kernel.c")
-_DRIVER = ('#define REAL float\n#define SUFFIX _f32\n#include "lsa_kernel.c"\n#undef REAL\n#undef SUFFIX\n'
-           '#define REAL double\n#define SUFFIX _f64\n#include "lsa_kernel.c"\n')
+_DRIVER = ('#define REAL float\n#define IREAL int32_t\n#define SUFFIX _f32\n#include "lsa_kernel.c"\n'
+           '#undef REAL\n#undef IREAL\n#undef SUFFIX\n'
+           '#define REAL double\n#define IREAL int64_t\n#define SUFFIX _f64\n#include "lsa_kernel.c"\n')
 _FLAGS = ["-O3", "-march=native", "-shared", "-fPIC", "-std=gnu11"]
 _STACK_BYTES = 1 << 20  # the kernel's per-thread work buffers live on the stack: keep them small
 _state: dict[str, object] = {}
 
 
 class _Dims(ctypes.Structure):
-    _fields_ = [(k, ctypes.c_int64) for k in ("S", "NB", "TT", "N", "Q0", "Q1", "D", "G", "tok_seed_stride")]
+    _fields_ = [(k, ctypes.c_int64) for k in ("S", "NB", "TT", "N", "Q0", "Q1", "D", "G", "G0", "tok_seed_stride")]
 
 
 def cache_dir() -> Path:
@@ -78,9 +79,9 @@ def _compile() -> tuple[ctypes.CDLL | None, str]:
     for suffix, real in (("_f32", ctypes.c_float), ("_f64", ctypes.c_double)):
         p, dims = ctypes.c_void_p, ctypes.POINTER(_Dims)
         fwd = getattr(lib, "lsa_forward" + suffix)
-        fwd.argtypes = [p, p, p, p, dims, real, ctypes.c_int]
+        fwd.argtypes = [p, p, p, p, dims, real, real, real, ctypes.c_int]
         bwd = getattr(lib, "lsa_backward" + suffix)
-        bwd.argtypes = [p, p, p, p, p, p, p, dims, real, ctypes.c_int]
+        bwd.argtypes = [p, p, p, p, p, p, p, dims, real, real, real, ctypes.c_int]
         fwd.restype = bwd.restype = ctypes.c_int
     return lib, f"compiled {target}"
 
@@ -113,7 +114,7 @@ def fits(n_tokens: int, d: int, dtype: torch.dtype) -> bool:
     """Whether the kernel's per-thread buffers for n_tokens tokens of width d fit its stack budget (1 MiB;
     larger contexts use the PyTorch products)."""
     item = torch.empty(0, dtype=dtype).element_size()
-    return (4 * n_tokens * d + 2 * d * d) * LANES * item <= _STACK_BYTES
+    return (6 * n_tokens * d + 2 * d * d + d) * LANES * item <= _STACK_BYTES
 
 
 def _ptr(t: Tensor | None) -> int | None:
@@ -140,16 +141,31 @@ def from_blocks(x: Tensor, b: int) -> Tensor:
     return x.movedim(-1, -3).reshape(*lead, nb * lanes, t, d)[..., :b, :, :]
 
 
-class KernelLinearAttention(torch.autograd.Function):
+def attention(tok: Tensor, m: Tensor, u: Tensor, n: int, q0: int, q1: int, scale: float,
+              residual: int | None = None, lam: float = 1.0, clip: float | None = None) -> Tensor:
     """o_t = U C M x_t for the query rows t in [q0, q1), C = scale * sum_{i < n} x_i x_i^T, per seed and task,
-    computed by the compiled kernel on tokens in block layout (`to_blocks`).
+    computed by the compiled kernel on tokens in block layout (`to_blocks`); differentiable.
 
+    With `residual` (a token coordinate r), the whole residual layer instead:
+    o_t = clamp(x_t[r:r+G] + lam * U C M x_t, -clip, clip) (no clamp when clip is None), so that residual,
+    dampening and clipping cost no extra pass over the tokens, forward or backward.
     tok (S, NB, TT, D, L) or shared by the seeds (NB, TT, D, L); m (S, D, D); u (S, G, D)
     -> (S, NB, q1 - q0, G, L). Shared tokens get no gradient."""
+    if residual is None and (lam != 1.0 or clip is not None):
+        raise ValueError("lam and clip apply to a residual layer: pass residual")
+    if clip is not None and not clip > 0:
+        raise ValueError(f"clip must be > 0, got {clip}")
+    return KernelLinearAttention.apply(tok, m, u, n, q0, q1, scale, -1 if residual is None else residual,
+                                       lam, 0.0 if clip is None else clip)
+
+
+class KernelLinearAttention(torch.autograd.Function):
+    """The autograd function behind `attention` (all arguments positional; g0 = -1: no residual, clip 0:
+    no clamp)."""
 
     @staticmethod
     def forward(fctx, tok: Tensor, m: Tensor, u: Tensor, n: int, q0: int, q1: int,  # type: ignore[override]
-                scale: float) -> Tensor:
+                scale: float, g0: int, lam: float, clip: float) -> Tensor:
         lib = load()
         assert lib is not None
         if tok.dim() == 4 and tok.requires_grad:
@@ -157,15 +173,17 @@ class KernelLinearAttention(torch.autograd.Function):
         tok, m, u = (t.detach().contiguous() for t in (tok, m, u))
         s_n, g, d = m.shape[0], u.shape[-2], m.shape[-1]
         nb, tt = tok.shape[-4], tok.shape[-3]
-        if tok.shape[-2:] != (d, LANES) or not 0 < n <= tt or not 0 <= q0 < q1 <= tt:
-            raise ValueError(f"kernel: tokens {tuple(tok.shape)} do not fit D={d}, n={n}, rows {q0}:{q1}")
-        dims = _Dims(s_n, nb, tt, n, q0, q1, d, g, nb * tt * d if tok.dim() == 5 else 0)
+        if (tok.shape[-2:] != (d, LANES) or not 0 < n <= tt or not 0 <= q0 < q1 <= tt
+                or (g0 >= 0 and g0 + g > d)):
+            raise ValueError(f"kernel: tokens {tuple(tok.shape)} do not fit D={d}, n={n}, rows {q0}:{q1}, "
+                             f"residual coordinates {g0}:{g0 + g}")
+        dims = _Dims(s_n, nb, tt, n, q0, q1, d, g, g0, nb * tt * d if tok.dim() == 5 else 0)
         out = tok.new_empty(s_n, nb, q1 - q0, g, LANES)
         suffix = "_f32" if tok.dtype == torch.float32 else "_f64"
         _run(getattr(lib, "lsa_forward" + suffix),
-             [_ptr(tok), _ptr(m), _ptr(u), _ptr(out), ctypes.byref(dims), scale])
+             [_ptr(tok), _ptr(m), _ptr(u), _ptr(out), ctypes.byref(dims), scale, lam, clip])
         fctx.save_for_backward(tok, m, u)
-        fctx.dims, fctx.scale = dims, scale
+        fctx.dims, fctx.args = dims, (scale, lam, clip)
         return out
 
     @staticmethod
@@ -181,5 +199,5 @@ class KernelLinearAttention(torch.autograd.Function):
         suffix = "_f32" if tok.dtype == torch.float32 else "_f64"
         _run(getattr(lib, "lsa_backward" + suffix),
              [_ptr(tok), _ptr(m), _ptr(u), _ptr(go), _ptr(gtok), _ptr(gm_part), _ptr(gu_part),
-              ctypes.byref(dims), fctx.scale])
-        return gtok, gm_part.sum(1), gu_part.sum(1), None, None, None, None
+              ctypes.byref(dims), *fctx.args])
+        return gtok, gm_part.sum(1), gu_part.sum(1), None, None, None, None, None, None, None

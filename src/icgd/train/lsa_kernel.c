@@ -2,7 +2,10 @@
  * (icgd.train.kernel compiles and loads this file).
  *
  * Per task: C = scale * sum_{i < N} x_i x_i^T (D x D) over the context rows, and for every query row t in
- * [Q0, Q1): o_t = U C M x_t, with M (D x D) and U (G x D) the seed's weights.
+ * [Q0, Q1): o_t = U C M x_t, with M (D x D) and U (G x D) the seed's weights. With a residual (G0 >= 0) the
+ * layer's whole update is computed instead: o_t = clip(x_t[G0:G0+G] + lam * U C M x_t), the clip to
+ * [-clip, clip] only when clip > 0 (its gradient passes where -clip <= pre-clip value <= clip, as for
+ * torch.clamp; the backward recomputes that value).
  *
  * Layout ("blocks"): the tasks are taken LANES at a time and every token entry is a vector of LANES tasks,
  * tok[seed][block][row][d] (a V), so that each product is a chain of LANES-wide multiply-adds (GCC/Clang
@@ -23,28 +26,65 @@
 
 typedef struct {
     int64_t S, NB, TT, N, Q0, Q1, D, G;
+    int64_t G0; /* first token coordinate of the residual, or -1: no residual (o_t = U C M x_t) */
     int64_t tok_seed_stride; /* in vectors: NB * TT * D, or 0 when the tokens are shared by all seeds */
 } dims_t;
 #endif
 
 typedef REAL FN(V) __attribute__((vector_size(LANES * sizeof(REAL))));
+typedef IREAL FN(IV) __attribute__((vector_size(LANES * sizeof(REAL))));  /* comparison masks */
 #define V FN(V)
+#define IV FN(IV)
 
-/* c (D, D) = scale * sum_{i < N} x_i x_i^T for one block */
+/* Matrix times vector, y[r * ys] (+)= sum_{c < cols} a[r * ar + c * ac] * x[c * xs] for r < rows, with the
+ * matrix entries scalars (weights, the same for every lane: mv_s) or vectors (per task: mv_v). Four rows
+ * at a time: four independent chains of multiply-adds hide each one's latency, and each x[c] is loaded
+ * once for four of them (one chain at a time runs at a quarter of the machine's multiply-add rate). */
+#define MV_DEFINE(NAME, AT)                                                                                   \
+    static inline __attribute__((always_inline)) void FN(NAME##_rows)(                                     \
+        const AT *a, int64_t ar, int64_t ac, const V *x, int64_t xs, int64_t cols, V *y, int64_t ys,         \
+        int accumulate, const int nb) {                                                                      \
+        V acc0 = {0}, acc1 = {0}, acc2 = {0}, acc3 = {0};                                                    \
+        for (int64_t c = 0; c < cols; c++) {                                                                 \
+            const V xv = x[c * xs];                                                                          \
+            const AT *p = a + c * ac;                                                                        \
+            acc0 += p[0] * xv;                                                                               \
+            if (nb > 1) acc1 += p[ar] * xv;                                                                  \
+            if (nb > 2) acc2 += p[2 * ar] * xv;                                                              \
+            if (nb > 3) acc3 += p[3 * ar] * xv;                                                              \
+        }                                                                                                    \
+        if (accumulate) {                                                                                    \
+            y[0] += acc0;                                                                                    \
+            if (nb > 1) y[ys] += acc1;                                                                       \
+            if (nb > 2) y[2 * ys] += acc2;                                                                   \
+            if (nb > 3) y[3 * ys] += acc3;                                                                   \
+        } else {                                                                                             \
+            y[0] = acc0;                                                                                     \
+            if (nb > 1) y[ys] = acc1;                                                                        \
+            if (nb > 2) y[2 * ys] = acc2;                                                                    \
+            if (nb > 3) y[3 * ys] = acc3;                                                                    \
+        }                                                                                                    \
+    }                                                                                                        \
+    static void FN(NAME)(const AT *a, int64_t ar, int64_t ac, const V *x, int64_t xs, int64_t rows,          \
+                         int64_t cols, V *y, int64_t ys, int accumulate) {                                   \
+        int64_t r = 0;                                                                                       \
+        for (; r + 4 <= rows; r += 4) FN(NAME##_rows)(a + r * ar, ar, ac, x, xs, cols, y + r * ys, ys, accumulate, 4); \
+        switch (rows - r) {                                                                                  \
+        case 3: FN(NAME##_rows)(a + r * ar, ar, ac, x, xs, cols, y + r * ys, ys, accumulate, 3); break;     \
+        case 2: FN(NAME##_rows)(a + r * ar, ar, ac, x, xs, cols, y + r * ys, ys, accumulate, 2); break;     \
+        case 1: FN(NAME##_rows)(a + r * ar, ar, ac, x, xs, cols, y + r * ys, ys, accumulate, 1); break;     \
+        }                                                                                                    \
+    }
+MV_DEFINE(mv_s, REAL)
+MV_DEFINE(mv_v, V)
+#undef MV_DEFINE
+
+/* c (D, D) = scale * sum_{i < N} x_i x_i^T for one block (the upper triangle, mirrored) */
 static void FN(gram)(const V *x, int64_t N, int64_t D, REAL scale, V *c) {
-    for (int64_t e = 0; e < D; e++)
-        for (int64_t f = e; f < D; f++) {
-            V acc = {0};
-            for (int64_t i = 0; i < N; i++) acc += x[i * D + e] * x[i * D + f];
-            c[e * D + f] = c[f * D + e] = acc * scale;
-        }
-}
-
-/* sum_t a[t * sa] * b[t * sb] over t < R (per lane), and the sum of a vector's lanes */
-static V FN(col_dot)(const V *a, int64_t sa, const V *b, int64_t sb, int64_t R) {
-    V acc = {0};
-    for (int64_t t = 0; t < R; t++) acc += a[t * sa] * b[t * sb];
-    return acc;
+    for (int64_t e = 0; e < D; e++) {
+        FN(mv_v)(x + e, 1, D, x + e, D, D - e, N, c + e * D + e, 1, 0);
+        for (int64_t f = e; f < D; f++) c[f * D + e] = c[e * D + f] = c[e * D + f] * scale;
+    }
 }
 
 static REAL FN(lane_sum)(V v) {
@@ -53,24 +93,31 @@ static REAL FN(lane_sum)(V v) {
     return sum;
 }
 
+/* the residual's pre-clip value x + lam * o for one entry */
+static V FN(pre_clip)(V x, V o, REAL lam) { return x + lam * o; }
+
+/* v clamped to [-c, c] (NaN stays NaN), and v where -c <= pre <= c else 0, by lane masks */
+static V FN(clamp)(V v, REAL c) {
+    const V zero = {0}, hi = zero + c, lo = zero - c;
+    const IV above = v > hi, below = v < lo;
+    return (V)(((IV)v & ~(above | below)) | ((IV)hi & above) | ((IV)lo & below));
+}
+
+static V FN(pass_within)(V v, V pre, REAL c) {
+    const V zero = {0}, hi = zero + c;
+    return (V)((IV)v & ((pre >= -hi) & (pre <= hi)));
+}
+
 /* y = M x_t (D), z = C y (D) for one row */
 static void FN(row)(const V *xt, const REAL *m, const V *c, int64_t D, V *y, V *z) {
-    for (int64_t e = 0; e < D; e++) {
-        V acc = {0};
-        for (int64_t k = 0; k < D; k++) acc += m[e * D + k] * xt[k];
-        y[e] = acc;
-    }
-    for (int64_t f = 0; f < D; f++) {
-        V acc = {0};
-        for (int64_t e = 0; e < D; e++) acc += c[f * D + e] * y[e];
-        z[f] = acc;
-    }
+    FN(mv_s)(m, D, 1, xt, 1, D, D, y, 1, 0);
+    FN(mv_v)(c, D, 1, y, 1, D, D, z, 1, 0);
 }
 
 /* out (S, NB, Q1 - Q0, G); block k is seed k / NB, block k % NB; blocks split between n_threads (OpenMP,
  * the runtime PyTorch already loaded). */
 int FN(lsa_forward)(const V *tok, const REAL *m, const REAL *u, V *out, const dims_t *d, REAL scale,
-                    int n_threads) {
+                    REAL lam, REAL clip, int n_threads) {
     const int64_t D = d->D, G = d->G, TT = d->TT, R = d->Q1 - d->Q0;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
     for (int64_t k = 0; k < d->S * d->NB; k++) {
@@ -82,10 +129,12 @@ int FN(lsa_forward)(const V *tok, const REAL *m, const REAL *u, V *out, const di
         for (int64_t t = 0; t < R; t++) {
             FN(row)(x + (d->Q0 + t) * D, ms, c, D, y, z);
             V *o = out + (k * R + t) * G;
+            FN(mv_s)(us, D, 1, z, 1, G, D, o, 1, 0);  /* o = U z */
+            if (d->G0 < 0) continue;
+            const V *xr = x + (d->Q0 + t) * D + d->G0;
             for (int64_t g = 0; g < G; g++) {
-                V acc = {0};
-                for (int64_t f = 0; f < D; f++) acc += us[g * D + f] * z[f];
-                o[g] = acc;
+                const V v = FN(pre_clip)(xr[g], o[g], lam);
+                o[g] = clip > 0 ? FN(clamp)(v, clip) : v;
             }
         }
     }
@@ -96,11 +145,12 @@ int FN(lsa_forward)(const V *tok, const REAL *m, const REAL *u, V *out, const di
  * tokens only; rows neither query nor context get 0), dgm_part (S * NB, D, D), dgu_part (S * NB, G, D).
  * Each weight gradient is a sum over the query rows kept in registers (one store per entry). */
 int FN(lsa_backward)(const V *tok, const REAL *m, const REAL *u, const V *gout, V *gtok, REAL *dgm_part,
-                     REAL *dgu_part, const dims_t *d, REAL scale, int n_threads) {
+                     REAL *dgu_part, const dims_t *d, REAL scale, REAL lam, REAL clip, int n_threads) {
     const int64_t D = d->D, G = d->G, TT = d->TT, N = d->N, R = d->Q1 - d->Q0;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
     for (int64_t k = 0; k < d->S * d->NB; k++) {
-        V c[D * D], y[R * D], z[R * D], gz[R * D], gy[R * D], gc[D * D];
+        V c[D * D], y[R * D], z[R * D], gz[R * D], gy[R * D], gc[D * D], gres[d->G0 < 0 ? 1 : R * G],
+          gupd[d->G0 < 0 || lam == 1 ? 1 : R * G], tmp[D];
         const int64_t s = k / d->NB;
         const V *x = tok + s * d->tok_seed_stride + (k % d->NB) * TT * D, *xq = x + d->Q0 * D;
         const V *go = gout + k * R * G;
@@ -108,44 +158,51 @@ int FN(lsa_backward)(const V *tok, const REAL *m, const REAL *u, const V *gout, 
         /* C, y, z recomputed: cheaper than keeping them from the forward (measured: memory traffic) */
         FN(gram)(x, N, D, scale, c);
         for (int64_t t = 0; t < R; t++) FN(row)(xq + t * D, ms, c, D, y + t * D, z + t * D);
-        for (int64_t t = 0; t < R; t++) {
-            for (int64_t f = 0; f < D; f++) {  /* dz = U^T gO */
-                V acc = {0};
-                for (int64_t g = 0; g < G; g++) acc += us[g * D + f] * go[t * G + g];
-                gz[t * D + f] = acc;
+        if (d->G0 >= 0) {  /* gres = dO masked by the clip (the residual's gradient); the update's is lam * gres */
+            for (int64_t t = 0; t < R; t++) {
+                V o[G];
+                FN(mv_s)(us, D, 1, z + t * D, 1, G, D, o, 1, 0);
+                for (int64_t g = 0; g < G; g++) {
+                    const V v = go[t * G + g];
+                    gres[t * G + g] = clip > 0 ? FN(pass_within)(v, FN(pre_clip)(xq[t * D + d->G0 + g], o[g], lam), clip) : v;
+                }
             }
-            for (int64_t e = 0; e < D; e++) {  /* dy = C dz (C symmetric) */
-                V acc = {0};
-                for (int64_t f = 0; f < D; f++) acc += c[e * D + f] * gz[t * D + f];
-                gy[t * D + e] = acc;
+            if (lam != 1) {
+                for (int64_t i = 0; i < R * G; i++) gupd[i] = lam * gres[i];
+                go = gupd;
+            } else {
+                go = gres;
             }
         }
+        for (int64_t t = 0; t < R; t++) {
+            FN(mv_s)(us, 1, D, go + t * G, 1, D, G, gz + t * D, 1, 0);  /* dz = U^T gO */
+            FN(mv_v)(c, D, 1, gz + t * D, 1, D, D, gy + t * D, 1, 0);  /* dy = C dz (C symmetric) */
+        }
         REAL *pm = dgm_part + k * D * D, *pu = dgu_part + k * G * D;
-        for (int64_t g = 0; g < G; g++)  /* dU = sum_t gO_t z_t^T */
-            for (int64_t f = 0; f < D; f++) pu[g * D + f] = FN(lane_sum)(FN(col_dot)(go + g, G, z + f, D, R));
-        for (int64_t e = 0; e < D; e++)  /* dM = sum_t dy_t x_t^T */
-            for (int64_t q = 0; q < D; q++) pm[e * D + q] = FN(lane_sum)(FN(col_dot)(gy + e, D, xq + q, D, R));
+        for (int64_t g = 0; g < G; g++) {  /* dU = sum_t gO_t z_t^T */
+            FN(mv_v)(z, 1, D, go + g, G, D, R, tmp, 1, 0);
+            for (int64_t f = 0; f < D; f++) pu[g * D + f] = FN(lane_sum)(tmp[f]);
+        }
+        for (int64_t e = 0; e < D; e++) {  /* dM = sum_t dy_t x_t^T */
+            FN(mv_v)(xq, 1, D, gy + e, D, D, R, tmp, 1, 0);
+            for (int64_t q = 0; q < D; q++) pm[e * D + q] = FN(lane_sum)(tmp[q]);
+        }
         if (!gtok) continue;
         V *gx = gtok + k * TT * D;
         memset(gx, 0, sizeof(V) * TT * D);
         for (int64_t t = 0; t < R; t++)  /* dx_t = M^T dy_t */
-            for (int64_t q = 0; q < D; q++) {
-                V acc = {0};
-                for (int64_t e = 0; e < D; e++) acc += ms[e * D + q] * gy[t * D + e];
-                gx[(d->Q0 + t) * D + q] = acc;
-            }
-        for (int64_t e = 0; e < D; e++)  /* dC = sum_t y_t dz_t^T, then scale * (dC + dC^T) */
-            for (int64_t f = e; f < D; f++) {
-                const V a1 = FN(col_dot)(y + e, D, gz + f, D, R), a2 = FN(col_dot)(y + f, D, gz + e, D, R);
-                gc[e * D + f] = gc[f * D + e] = (a1 + a2) * scale;
-            }
-        for (int64_t i = 0; i < N; i++)  /* dctx_i += (scaled dC + dC^T) x_i */
-            for (int64_t q = 0; q < D; q++) {
-                V acc = {0};
-                for (int64_t e = 0; e < D; e++) acc += gc[q * D + e] * x[i * D + e];
-                gx[i * D + q] += acc;
-            }
+            FN(mv_s)(ms, 1, D, gy + t * D, 1, D, D, gx + (d->Q0 + t) * D, 1, 0);
+        for (int64_t e = 0; e < D; e++)  /* A = sum_t y_t dz_t^T */
+            FN(mv_v)(gz, 1, D, y + e, D, D, R, gc + e * D, 1, 0);
+        for (int64_t e = 0; e < D; e++)  /* dC = scale * (A + A^T) */
+            for (int64_t f = e; f < D; f++) gc[e * D + f] = gc[f * D + e] = (gc[e * D + f] + gc[f * D + e]) * scale;
+        for (int64_t i = 0; i < N; i++)  /* dctx_i += dC x_i */
+            FN(mv_v)(gc, D, 1, x + i * D, 1, D, D, gx + i * D, 1, 1);
+        if (d->G0 >= 0)  /* the residual's gradient */
+            for (int64_t t = 0; t < R; t++)
+                for (int64_t g = 0; g < G; g++) gx[(d->Q0 + t) * D + d->G0 + g] += gres[t * G + g];
     }
     return 0;
 }
 #undef V
+#undef IV
