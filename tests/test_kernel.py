@@ -1,4 +1,5 @@
-"""The compiled one-head linear attention kernel: exact to rounding, independent of threads, optional."""
+"""The compiled one-head attention kernel (linear and softmax): exact to rounding, independent of threads,
+optional."""
 
 import shutil  # noqa: F401  (used by a skipif condition)
 
@@ -19,19 +20,27 @@ def _case(s_n, b, t, d, g, shared, dtype=torch.float64, seed=0):
     return x, r(s_n, d, d).requires_grad_(), r(s_n, g, d).requires_grad_()
 
 
+def _reference(kind, x, n, q0, m, u, scale):
+    """The attention update in PyTorch: x (S, B, T, D) -> (S, B, T - q0, G)."""
+    if kind == "linear":
+        return _LinearAttention.apply(x[:, :, q0:], x[:, :, :n], m, u, scale)
+    scores = torch.einsum("sbtd,sed,sbje->sbtj", x[:, :, q0:], m, x[:, :, :n])  # x_j . M x_t
+    return torch.einsum("sbtj,sbjd,sgd->sbtg", torch.softmax(scores, -1) * scale, x[:, :, :n], u)
+
+
 @needs_kernel
+@pytest.mark.parametrize("kind", ["linear", "softmax"])
 @pytest.mark.parametrize("s_n,b,t,n,q0,d,g,shared,scale", [
     (3, 37, 5, 4, 0, 7, 2, False, 1.0),   # a partial block of tasks (37 = 2 * 16 + 5)
     (2, 16, 7, 6, 6, 5, 1, False, 1.0),   # last layer: one query row, y-rows of U
     (2, 20, 7, 6, 4, 5, 3, False, 0.25),  # several query rows, count normalisation
     (3, 40, 5, 4, 0, 7, 7, True, 1.0),    # tokens shared by the seeds
 ])
-def test_kernel_equals_the_torch_products(s_n, b, t, n, q0, d, g, shared, scale):
+def test_kernel_equals_the_torch_products(kind, s_n, b, t, n, q0, d, g, shared, scale):
     x, m, u = _case(s_n, b, t, d, g, shared)
     go = torch.randn(s_n, b, t - q0, g, generator=torch.Generator().manual_seed(9), dtype=x.dtype)
-    out = from_blocks(kernel.attention(to_blocks(x), m, u, n, q0, t, scale), b)
-    xe = x.expand(s_n, *x.shape) if shared else x
-    ref = _LinearAttention.apply(xe[:, :, q0:], xe[:, :, :n], m, u, scale)
+    out = from_blocks(kernel.attention(to_blocks(x), m, u, n, q0, t, scale, kind=kind), b)
+    ref = _reference(kind, x.expand(s_n, *x.shape) if shared else x, n, q0, m, u, scale)
     torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
     inputs = [v for v in (x, m, u) if v.requires_grad]
     for a, r in zip(torch.autograd.grad((out * go).sum(), inputs), torch.autograd.grad((ref * go).sum(), inputs)):
@@ -39,21 +48,23 @@ def test_kernel_equals_the_torch_products(s_n, b, t, n, q0, d, g, shared, scale)
 
 
 @needs_kernel
+@pytest.mark.parametrize("kind", ["linear", "softmax"])
 @pytest.mark.parametrize("q0,g,r,lam,clip,shared", [
     (0, 7, 0, 1.0, 1.5, False),     # a whole layer: every row, every coordinate, clipped
     (0, 7, 0, 0.7, None, False),    # dampened, no clip
     (4, 2, 5, 0.7, 1.0, False),     # last layer: query rows, y-coordinates, dampened and clipped
     (4, 2, 5, 1.0, 1.0, True),      # tokens shared by the seeds (a 1-layer stack)
 ])
-def test_kernel_residual_layer_equals_torch(q0, g, r, lam, clip, shared):
-    """residual=r: clamp(x_t[r:r+G] + lam * U C M x_t, -clip, clip), value and gradient, the clamp's
+def test_kernel_residual_layer_equals_torch(kind, q0, g, r, lam, clip, shared):
+    """residual=r: clamp(x_t[r:r+G] + lam * attention, -clip, clip), value and gradient, the clamp's
     gradient included (some entries clipped, not all)."""
     s_n, b, t, n, d = 2, 37, 5, 4, 7
     x, m, u = _case(s_n, b, t, d, g, shared)
     go = torch.randn(s_n, b, t - q0, g, generator=torch.Generator().manual_seed(5), dtype=x.dtype)
-    out = from_blocks(kernel.attention(to_blocks(x), m, u, n, q0, t, 1.0, residual=r, lam=lam, clip=clip), b)
+    out = from_blocks(kernel.attention(to_blocks(x), m, u, n, q0, t, 1.0, residual=r, lam=lam, clip=clip,
+                                       kind=kind), b)
     xe = x.expand(s_n, *x.shape) if shared else x
-    pre = xe[:, :, q0:, r:r + g] + lam * _LinearAttention.apply(xe[:, :, q0:], xe[:, :, :n], m, u, 1.0)
+    pre = xe[:, :, q0:, r:r + g] + lam * _reference(kind, xe, n, q0, m, u, 1.0)
     ref = pre if clip is None else pre.clamp(-clip, clip)
     if clip is not None:
         assert 0 < (pre.abs() > clip).float().mean() < 1
@@ -70,14 +81,33 @@ def test_kernel_attention_rejects_clip_without_residual():
 
 
 @needs_kernel
-def test_kernel_results_do_not_depend_on_the_number_of_threads():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_softmax_kernel_with_peaked_scores(dtype):
+    """Scores hundreds apart (weights underflow to 0 in the exponential, the max matters): still equal to
+    torch.softmax's result, in float32 and float64; the kernel's exponential is its own."""
+    x, m, u = _case(2, 33, 6, 5, 5, False, dtype=dtype)
+    m = (m.detach() * 40).requires_grad_()
+    out = from_blocks(kernel.attention(to_blocks(x), m, u, 5, 0, 6, 1.0, kind="softmax"), 33)
+    ref = _reference("softmax", x, 5, 0, m, u, 1.0)
+    scores = torch.einsum("sbtd,sed,sbje->sbtj", x, m, x[:, :, :5]).detach()
+    assert (scores.amax(-1) - scores.amin(-1)).median() > 200
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(out, ref, **tol)
+    go = torch.randn_like(ref)
+    for a, r in zip(torch.autograd.grad((out * go).sum(), [x, m, u]), torch.autograd.grad((ref * go).sum(), [x, m, u])):
+        torch.testing.assert_close(a, r, **(tol if dtype == torch.float64 else dict(rtol=1e-3, atol=1e-3)))
+
+
+@needs_kernel
+@pytest.mark.parametrize("kind", ["linear", "softmax"])
+def test_kernel_results_do_not_depend_on_the_number_of_threads(kind):
     x, m, u = _case(4, 100, 11, 11, 11, False, dtype=torch.float32)
     before = torch.get_num_threads()
     outs = []
     try:
         for threads in (1, 2, 3):
             torch.set_num_threads(threads)
-            o = kernel.attention(to_blocks(x), m, u, 10, 0, 11, 1.0)
+            o = kernel.attention(to_blocks(x), m, u, 10, 0, 11, 1.0, residual=0, clip=3.0, kind=kind)
             outs.append((o, *torch.autograd.grad(o.square().sum(), [x, m, u])))
     finally:
         torch.set_num_threads(before)

@@ -35,10 +35,10 @@ def fast_supported(config: StackConfig) -> bool:
 
 
 def kernel_supported(config: StackConfig) -> bool:
-    """Whether the stack is one the compiled kernel computes (one-head linear attention, no MLP, no
-    LayerNorm); it is used when it also compiles here and the tensors are float32/float64 on the CPU."""
-    a = config.attention
-    return fast_supported(config) and a.kernel == "linear" and a.n_heads == 1 and not (config.mlp or config.layer_norm)
+    """Whether the stack is one the compiled kernel computes (one head of linear or softmax attention, no
+    MLP, no LayerNorm); it is used when it also compiles here and the tensors are float32/float64 on the
+    CPU."""
+    return fast_supported(config) and config.attention.n_heads == 1 and not (config.mlp or config.layer_norm)
 
 
 def compute_path(config: StackConfig, dtype: torch.dtype, device: torch.device | str) -> str:
@@ -164,9 +164,9 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
 
 def _kernel_predictions(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
                         query_x: Tensor, n_steps: int, lam: float) -> Tensor:
-    """`lsa_predictions` of one-head linear attention stacks by the compiled kernel: the tokens stay in its
-    block layout (tasks in groups of 16, task index last) through all layers, and each layer (residual,
-    dampening and clipping included) is one call of the kernel."""
+    """`lsa_predictions` of one-head linear or softmax attention stacks by the compiled kernel: the tokens
+    stay in its block layout (tasks in groups of 16, task index last) through all layers, and each layer
+    (residual, dampening and clipping included) is one call of the kernel."""
     dx, dy, n = context_x.shape[-1], context_y.shape[-1], context_x.shape[-2]
     d = dx + dy
     tokens = torch.cat([torch.cat([context_x, context_y], -1),
@@ -174,14 +174,18 @@ def _kernel_predictions(params: dict[str, Tensor], config: StackConfig, context_
     b, t = tokens.shape[-3], tokens.shape[-2]
     tok = kernel.to_blocks(tokens)  # (NB, T, D, L) shared by the seeds, or (S, NB, T, D, L)
     scale = 1.0 / n if config.attention.normalize == "count" else 1.0
+    kind = config.attention.kernel
     for step in range(n_steps):
         p = f"layers.{0 if config.recurrent else step}.attn."
         m = (params[p + "w_k"].transpose(-1, -2) @ params[p + "w_q"])[:, 0]  # (S, D, D) = W_K^T W_Q
+        if kind == "softmax":  # scores / tau
+            m = m / params[p + "kernel_params"][:, 0, 0, None, None]
         u = (params[p + "w_o"] @ params[p + "w_v"])[:, 0]  # (S, D, D) = P W_V
         if step == n_steps - 1:  # the query rows' y-entries only: all the loss reads
-            y = kernel.attention(tok, m, u[:, dx:d], n, n, t, scale, residual=dx, lam=lam, clip=config.clip)
+            y = kernel.attention(tok, m, u[:, dx:d], n, n, t, scale, residual=dx, lam=lam, clip=config.clip,
+                                 kind=kind)
             return -kernel.from_blocks(y, b)
-        tok = kernel.attention(tok, m, u, n, 0, t, scale, residual=0, lam=lam, clip=config.clip)
+        tok = kernel.attention(tok, m, u, n, 0, t, scale, residual=0, lam=lam, clip=config.clip, kind=kind)
     raise AssertionError("unreachable")
 
 

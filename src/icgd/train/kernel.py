@@ -1,4 +1,4 @@
-"""The compiled CPU kernel of one-head linear attention (lsa_kernel.c) and its autograd function.
+"""The compiled CPU kernel of one-head linear and softmax attention (lsa_kernel.c) and its autograd function.
 
 The C source ships with the package and is compiled on first use with the machine's C compiler
 (`cc -O3 -march=native -fopenmp`, else without OpenMP on one thread) into a cache folder (`$ICGD_CACHE_DIR`, else ~/.cache/icgd), keyed by a hash of
@@ -26,6 +26,7 @@ _DRIVER = ('#define REAL float\n#define IREAL int32_t\n#define SUFFIX _f32\n#inc
            '#undef REAL\n#undef IREAL\n#undef SUFFIX\n'
            '#define REAL double\n#define IREAL int64_t\n#define SUFFIX _f64\n#include "lsa_kernel.c"\n')
 _FLAGS = ["-O3", "-march=native", "-shared", "-fPIC", "-std=gnu11"]
+_PREFIX = {"linear": "lsa", "softmax": "smx"}  # the kernel's functions for each attention kernel
 _STACK_BYTES = 1 << 20  # the kernel's per-thread work buffers live on the stack: keep them small
 _state: dict[str, object] = {}
 
@@ -76,13 +77,14 @@ def _compile() -> tuple[ctypes.CDLL | None, str]:
         lib = ctypes.CDLL(str(target))
     except OSError as e:
         return None, f"loading {target} failed: {e}"
-    for suffix, real in (("_f32", ctypes.c_float), ("_f64", ctypes.c_double)):
-        p, dims = ctypes.c_void_p, ctypes.POINTER(_Dims)
-        fwd = getattr(lib, "lsa_forward" + suffix)
-        fwd.argtypes = [p, p, p, p, dims, real, real, real, ctypes.c_int]
-        bwd = getattr(lib, "lsa_backward" + suffix)
-        bwd.argtypes = [p, p, p, p, p, p, p, dims, real, real, real, ctypes.c_int]
-        fwd.restype = bwd.restype = ctypes.c_int
+    for prefix in _PREFIX.values():
+        for suffix, real in (("_f32", ctypes.c_float), ("_f64", ctypes.c_double)):
+            p, dims = ctypes.c_void_p, ctypes.POINTER(_Dims)
+            fwd = getattr(lib, prefix + "_forward" + suffix)
+            fwd.argtypes = [p, p, p, p, dims, real, real, real, ctypes.c_int]
+            bwd = getattr(lib, prefix + "_backward" + suffix)
+            bwd.argtypes = [p, p, p, p, p, p, p, dims, real, real, real, ctypes.c_int]
+            fwd.restype = bwd.restype = ctypes.c_int
     return lib, f"compiled {target}"
 
 
@@ -123,7 +125,7 @@ def _ptr(t: Tensor | None) -> int | None:
 
 def _run(fn, args: list) -> None:
     if fn(*args, max(1, torch.get_num_threads())):
-        raise RuntimeError("lsa kernel failed")
+        raise RuntimeError("attention kernel failed")
 
 
 def to_blocks(x: Tensor) -> Tensor:
@@ -142,9 +144,12 @@ def from_blocks(x: Tensor, b: int) -> Tensor:
 
 
 def attention(tok: Tensor, m: Tensor, u: Tensor, n: int, q0: int, q1: int, scale: float,
-              residual: int | None = None, lam: float = 1.0, clip: float | None = None) -> Tensor:
-    """o_t = U C M x_t for the query rows t in [q0, q1), C = scale * sum_{i < n} x_i x_i^T, per seed and task,
-    computed by the compiled kernel on tokens in block layout (`to_blocks`); differentiable.
+              residual: int | None = None, lam: float = 1.0, clip: float | None = None,
+              kind: str = "linear") -> Tensor:
+    """One head of attention over the context rows i < n, for the query rows t in [q0, q1), per seed and
+    task, computed by the compiled kernel on tokens in block layout (`to_blocks`); differentiable.
+    kind "linear": o_t = U C M x_t with C = scale * sum_{i < n} x_i x_i^T (M = W_K^T W_Q, U = P W_V);
+    kind "softmax": o_t = U sum_i w_ti x_i with w_t = scale * softmax_i(x_i . M x_t) (M = W_K^T W_Q / tau).
 
     With `residual` (a token coordinate r), the whole residual layer instead:
     o_t = clamp(x_t[r:r+G] + lam * U C M x_t, -clip, clip) (no clamp when clip is None), so that residual,
@@ -155,17 +160,19 @@ def attention(tok: Tensor, m: Tensor, u: Tensor, n: int, q0: int, q1: int, scale
         raise ValueError("lam and clip apply to a residual layer: pass residual")
     if clip is not None and not clip > 0:
         raise ValueError(f"clip must be > 0, got {clip}")
-    return KernelLinearAttention.apply(tok, m, u, n, q0, q1, scale, -1 if residual is None else residual,
-                                       lam, 0.0 if clip is None else clip)
+    if kind not in _PREFIX:
+        raise ValueError(f"kernel: attention kind must be one of {sorted(_PREFIX)}, got {kind!r}")
+    return KernelAttention.apply(tok, m, u, n, q0, q1, scale, -1 if residual is None else residual,
+                                 lam, 0.0 if clip is None else clip, _PREFIX[kind])
 
 
-class KernelLinearAttention(torch.autograd.Function):
+class KernelAttention(torch.autograd.Function):
     """The autograd function behind `attention` (all arguments positional; g0 = -1: no residual, clip 0:
-    no clamp)."""
+    no clamp; prefix "lsa" or "smx", the C functions)."""
 
     @staticmethod
     def forward(fctx, tok: Tensor, m: Tensor, u: Tensor, n: int, q0: int, q1: int,  # type: ignore[override]
-                scale: float, g0: int, lam: float, clip: float) -> Tensor:
+                scale: float, g0: int, lam: float, clip: float, prefix: str) -> Tensor:
         lib = load()
         assert lib is not None
         if tok.dim() == 4 and tok.requires_grad:
@@ -180,10 +187,10 @@ class KernelLinearAttention(torch.autograd.Function):
         dims = _Dims(s_n, nb, tt, n, q0, q1, d, g, g0, nb * tt * d if tok.dim() == 5 else 0)
         out = tok.new_empty(s_n, nb, q1 - q0, g, LANES)
         suffix = "_f32" if tok.dtype == torch.float32 else "_f64"
-        _run(getattr(lib, "lsa_forward" + suffix),
+        _run(getattr(lib, prefix + "_forward" + suffix),
              [_ptr(tok), _ptr(m), _ptr(u), _ptr(out), ctypes.byref(dims), scale, lam, clip])
         fctx.save_for_backward(tok, m, u)
-        fctx.dims, fctx.args = dims, (scale, lam, clip)
+        fctx.dims, fctx.args, fctx.prefix = dims, (scale, lam, clip), prefix
         return out
 
     @staticmethod
@@ -197,7 +204,7 @@ class KernelLinearAttention(torch.autograd.Function):
         gu_part = u.new_empty(s_n, nb, g, d)
         go = grad.contiguous()  # bound to a name: it must outlive the call
         suffix = "_f32" if tok.dtype == torch.float32 else "_f64"
-        _run(getattr(lib, "lsa_backward" + suffix),
+        _run(getattr(lib, fctx.prefix + "_backward" + suffix),
              [_ptr(tok), _ptr(m), _ptr(u), _ptr(go), _ptr(gtok), _ptr(gm_part), _ptr(gu_part),
               ctypes.byref(dims), *fctx.args])
-        return gtok, gm_part.sum(1), gu_part.sum(1), None, None, None, None, None, None, None
+        return gtok, gm_part.sum(1), gu_part.sum(1), None, None, None, None, None, None, None, None

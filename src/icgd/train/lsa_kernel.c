@@ -1,4 +1,5 @@
-/* One head of linear self-attention per seed and task, forward and backward, for the fused training path
+/* One head of linear (lsa_*) or softmax (smx_*) self-attention per seed and task, forward and backward, for
+ * the fused training path
  * (icgd.train.kernel compiles and loads this file).
  *
  * Per task: C = scale * sum_{i < N} x_i x_i^T (D x D) over the context rows, and for every query row t in
@@ -201,6 +202,136 @@ int FN(lsa_backward)(const V *tok, const REAL *m, const REAL *u, const V *gout, 
         if (d->G0 >= 0)  /* the residual's gradient */
             for (int64_t t = 0; t < R; t++)
                 for (int64_t g = 0; g < G; g++) gx[(d->Q0 + t) * D + d->G0 + g] += gres[t * G + g];
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------- softmax attention
+ * Per task and query row t: y_t = M x_t, e_tj = y_t . x_j (j < N), w_t = softmax_j(e_t) * scale,
+ * z_t = sum_j w_tj x_j, o_t = U z_t (M = W_K^T W_Q / tau, U = P W_V), with the same residual, dampening and
+ * clip as above. The exponential is computed here on whole vectors (exp_v). */
+
+static V FN(select)(IV mask, V a, V b) { return (V)(((IV)a & mask) | ((IV)b & ~mask)); }
+
+/* exp per lane: 2^k * p(r), x = k ln 2 + r, |r| <= ln 2 / 2, p the Taylor polynomial of degree 7 (float)
+ * or 13 (double), truncation below half an ulp; 0 below the smallest normal result (the softmax's
+ * arguments are <= 0 here; about 1e-38 or 1e-308 lost there); NaN stays NaN. */
+static V FN(exp_v)(V x) {
+    const int single = sizeof(REAL) == 4;
+    const V zero = {0};
+    const V lo = zero + (single ? (REAL)-87.0 : (REAL)-708.0);
+    const V shifter = zero + (single ? (REAL)12582912.0 : (REAL)6755399441055744.0); /* 1.5 * 2^mantissa */
+    const IV under = x < lo;
+    x = FN(select)(under, lo, x);
+    const V kf = (x * (REAL)1.4426950408889634 + shifter) - shifter; /* round(x / ln 2) */
+    const V r = (x - kf * (single ? (REAL)0.693359375 : (REAL)6.93147180369123816490e-01))
+                - kf * (single ? (REAL)-2.12194440e-4 : (REAL)1.90821492927058770002e-10);
+    const int degree = single ? 7 : 13;
+    REAL inv_fact[14];
+    inv_fact[0] = 1;
+    for (int i = 1; i <= degree; i++) inv_fact[i] = inv_fact[i - 1] / i;
+    V p = zero + inv_fact[degree];
+    for (int i = degree - 1; i >= 0; i--) p = p * r + inv_fact[i];
+    const IV ki = __builtin_convertvector(kf, IV);
+    const V two_k = (V)((ki + (single ? 127 : 1023)) << (single ? 23 : 52));
+    return FN(select)(under, zero, p * two_k);
+}
+
+/* w (N) = scale * softmax(e (N)) per lane, and the softmax itself in ws */
+static void FN(softmax)(const V *e, int64_t N, REAL scale, V *ws, V *w) {
+    V mx = e[0], sum = {0};
+    for (int64_t j = 1; j < N; j++) mx = FN(select)(e[j] > mx, e[j], mx);
+    for (int64_t j = 0; j < N; j++) {
+        ws[j] = FN(exp_v)(e[j] - mx);
+        sum += ws[j];
+    }
+    for (int64_t j = 0; j < N; j++) {
+        ws[j] = ws[j] / sum;
+        w[j] = ws[j] * scale;
+    }
+}
+
+/* y = M x_t (D), e (N), ws, w (N) and z = sum_j w_j x_j (D) for one row */
+static void FN(smx_row)(const V *x, const V *xt, const REAL *m, int64_t N, int64_t D, REAL scale, V *y, V *e,
+                        V *ws, V *w, V *z) {
+    FN(mv_s)(m, D, 1, xt, 1, D, D, y, 1, 0);
+    FN(mv_v)(x, D, 1, y, 1, N, D, e, 1, 0);
+    FN(softmax)(e, N, scale, ws, w);
+    FN(mv_v)(x, 1, D, w, 1, D, N, z, 1, 0);
+}
+
+int FN(smx_forward)(const V *tok, const REAL *m, const REAL *u, V *out, const dims_t *d, REAL scale,
+                    REAL lam, REAL clip, int n_threads) {
+    const int64_t D = d->D, G = d->G, TT = d->TT, N = d->N, R = d->Q1 - d->Q0;
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t k = 0; k < d->S * d->NB; k++) {
+        V y[D], e[N], ws[N], w[N], z[D];
+        const int64_t s = k / d->NB;
+        const V *x = tok + s * d->tok_seed_stride + (k % d->NB) * TT * D;
+        const REAL *ms = m + s * D * D, *us = u + s * G * D;
+        for (int64_t t = 0; t < R; t++) {
+            FN(smx_row)(x, x + (d->Q0 + t) * D, ms, N, D, scale, y, e, ws, w, z);
+            V *o = out + (k * R + t) * G;
+            FN(mv_s)(us, D, 1, z, 1, G, D, o, 1, 0);  /* o = U z */
+            if (d->G0 < 0) continue;
+            const V *xr = x + (d->Q0 + t) * D + d->G0;
+            for (int64_t g = 0; g < G; g++) {
+                const V v = FN(pre_clip)(xr[g], o[g], lam);
+                o[g] = clip > 0 ? FN(clamp)(v, clip) : v;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Gradients as lsa_backward's, row by row: each row's y, e, w, z recomputed. */
+int FN(smx_backward)(const V *tok, const REAL *m, const REAL *u, const V *gout, V *gtok, REAL *dgm_part,
+                     REAL *dgu_part, const dims_t *d, REAL scale, REAL lam, REAL clip, int n_threads) {
+    const int64_t D = d->D, G = d->G, TT = d->TT, N = d->N, R = d->Q1 - d->Q0;
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t k = 0; k < d->S * d->NB; k++) {
+        V y[D], e[N], ws[N], w[N], z[R * D], gz[D], dw[N], gy[R * D], gup[R * G], gres[G], o[G], tmp[D];
+        const int64_t s = k / d->NB;
+        const V *x = tok + s * d->tok_seed_stride + (k % d->NB) * TT * D, *xq = x + d->Q0 * D;
+        const REAL *ms = m + s * D * D, *us = u + s * G * D;
+        V *gx = gtok ? gtok + k * TT * D : NULL;
+        if (gx) memset(gx, 0, sizeof(V) * TT * D);
+        for (int64_t t = 0; t < R; t++) {
+            const V *go = gout + (k * R + t) * G;
+            V *zt = z + t * D, *gyt = gy + t * D, *gu = gup + t * G;
+            FN(smx_row)(x, xq + t * D, ms, N, D, scale, y, e, ws, w, zt);
+            for (int64_t g = 0; g < G; g++) gres[g] = go[g];
+            if (d->G0 >= 0 && clip > 0) {  /* the clip's mask, from the recomputed pre-clip value */
+                FN(mv_s)(us, D, 1, zt, 1, G, D, o, 1, 0);
+                for (int64_t g = 0; g < G; g++)
+                    gres[g] = FN(pass_within)(gres[g], FN(pre_clip)(xq[t * D + d->G0 + g], o[g], lam), clip);
+            }
+            for (int64_t g = 0; g < G; g++) gu[g] = d->G0 >= 0 && lam != 1 ? lam * gres[g] : gres[g];
+            FN(mv_s)(us, 1, D, gu, 1, D, G, gz, 1, 0);       /* dz = U^T dO */
+            FN(mv_v)(x, D, 1, gz, 1, N, D, dw, 1, 0);        /* dw_j = x_j . dz (of the scaled weights) */
+            V dot = {0};
+            for (int64_t j = 0; j < N; j++) {
+                dw[j] = dw[j] * scale;                      /* ... of the softmax */
+                dot += ws[j] * dw[j];
+            }
+            for (int64_t j = 0; j < N; j++) e[j] = ws[j] * (dw[j] - dot);  /* de_j */
+            FN(mv_v)(x, 1, D, e, 1, D, N, gyt, 1, 0);      /* dy = sum_j de_j x_j */
+            if (!gx) continue;
+            FN(mv_s)(ms, 1, D, gyt, 1, D, D, gx + (d->Q0 + t) * D, 1, 1);  /* dx_t += M^T dy */
+            for (int64_t j = 0; j < N; j++)                  /* dx_j += de_j y + w_j dz */
+                for (int64_t q = 0; q < D; q++) gx[j * D + q] += e[j] * y[q] + w[j] * gz[q];
+            if (d->G0 >= 0)
+                for (int64_t g = 0; g < G; g++) gx[(d->Q0 + t) * D + d->G0 + g] += gres[g];
+        }
+        REAL *pm = dgm_part + k * D * D, *pu = dgu_part + k * G * D;
+        for (int64_t g = 0; g < G; g++) {  /* dU = sum_t dO_t z_t^T */
+            FN(mv_v)(z, 1, D, gup + g, G, D, R, tmp, 1, 0);
+            for (int64_t f = 0; f < D; f++) pu[g * D + f] = FN(lane_sum)(tmp[f]);
+        }
+        for (int64_t e2 = 0; e2 < D; e2++) {  /* dM = sum_t dy_t x_t^T */
+            FN(mv_v)(xq, 1, D, gy + e2, D, D, R, tmp, 1, 0);
+            for (int64_t q = 0; q < D; q++) pm[e2 * D + q] = FN(lane_sum)(tmp[q]);
+        }
     }
     return 0;
 }
