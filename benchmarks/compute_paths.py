@@ -1,6 +1,6 @@
 """Compute paths compared: milliseconds per training step (loss and gradient, all seeds at once).
 
-    python benchmarks/compute_paths.py CONFIG [key=value ...] [--reps 5] [--threads 2] [--json]
+    python benchmarks/compute_paths.py CONFIG [key=value ...] [--reps 15] [--threads 2] [--json]
 
 CONFIG is a preset or a YAML file, as for `icgd train` (e.g. `lsa-1 model.layer_norm=true`). Every path
 that supports the model runs the same config on the same batch: "kernel" (the compiled kernel,
@@ -18,6 +18,7 @@ import time
 
 import torch
 
+from icgd.perf import keep_freed_memory
 from icgd.train.config import load_config
 from icgd.train.engine import TaskStream, init_params, make_loss_fn, trainable_names
 
@@ -49,11 +50,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("config", help="a preset name or a YAML config")
     ap.add_argument("overrides", nargs="*", help="key=value overrides")
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    keep_freed_memory()  # as `icgd train` does
     config = load_config(args.config, args.overrides)
     res = step_ms(config, args.reps)
     if args.json:

@@ -1,6 +1,5 @@
 /* One head of linear (lsa_*) or softmax (smx_*) self-attention per seed and task, forward and backward, for
- * the fused training path
- * (icgd.train.kernel compiles and loads this file).
+ * the fused training path (icgd.train.kernel compiles and loads this file).
  *
  * Per task: C = scale * sum_{i < N} x_i x_i^T (D x D) over the context rows, and for every query row t in
  * [Q0, Q1): o_t = U C M x_t, with M (D x D) and U (G x D) the seed's weights. With a residual (G0 >= 0) the
