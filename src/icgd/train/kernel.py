@@ -152,7 +152,7 @@ def attention(tok: Tensor, m: Tensor, u: Tensor, n: int, q0: int, q1: int, scale
     kind "softmax": o_t = U sum_i w_ti x_i with w_t = scale * softmax_i(x_i . M x_t) (M = W_K^T W_Q / tau).
 
     With `residual` (a token coordinate r), the whole residual layer instead:
-    o_t = clamp(x_t[r:r+G] + lam * U C M x_t, -clip, clip) (no clamp when clip is None), so that residual,
+    o_t = clamp(x_t[r:r+G] + lam * (the attention's o_t), -clip, clip) (no clamp when clip is None), so that residual,
     dampening and clipping cost no extra pass over the tokens, forward or backward.
     tok (S, NB, TT, D, L) or shared by the seeds (NB, TT, D, L); m (S, D, D); u (S, G, D)
     -> (S, NB, q1 - q0, G, L). Shared tokens get no gradient."""

@@ -114,6 +114,44 @@ static void FN(row)(const V *xt, const REAL *m, const V *c, int64_t D, V *y, V *
     FN(mv_v)(c, D, 1, y, 1, D, D, z, 1, 0);
 }
 
+/* o (G) = U z, or with a residual clip(x_t[G0:G0+G] + lam * U z), for one query row x_t */
+static void FN(emit_row)(const REAL *u, const V *z, const V *xt, const dims_t *d, REAL lam, REAL clip, V *o) {
+    FN(mv_s)(u, d->D, 1, z, 1, d->G, d->D, o, 1, 0);
+    if (d->G0 < 0) return;
+    for (int64_t g = 0; g < d->G; g++) {
+        const V v = FN(pre_clip)(xt[d->G0 + g], o[g], lam);
+        o[g] = clip > 0 ? FN(clamp)(v, clip) : v;
+    }
+}
+
+/* For one query row with a residual: gres (G) = dO masked by the clip (from the recomputed pre-clip value
+ * x_t[G0+g] + lam * (U z)_g; the residual's gradient) and gupd (G) = lam * gres (the update's) */
+static void FN(residual_grad_row)(const REAL *u, const V *z, const V *xt, const V *go, const dims_t *d,
+                                  REAL lam, REAL clip, V *gres, V *gupd) {
+    const int64_t G = d->G;
+    V o[G];
+    if (clip > 0) FN(mv_s)(u, d->D, 1, z, 1, G, d->D, o, 1, 0);
+    for (int64_t g = 0; g < G; g++) {
+        gres[g] = clip > 0 ? FN(pass_within)(go[g], FN(pre_clip)(xt[d->G0 + g], o[g], lam), clip) : go[g];
+        gupd[g] = lam * gres[g];
+    }
+}
+
+/* The weight gradients of one block: pu (G, D) = sum_t gO_t z_t^T and pm (D, D) = sum_t dy_t x_t^T over
+ * the R query rows (gO (R, G), z, dy and the rows x (R, D)), each entry's lanes summed */
+static void FN(weight_grads)(const V *go, const V *z, const V *gy, const V *xq, int64_t R, int64_t D, int64_t G,
+                             REAL *pm, REAL *pu) {
+    V tmp[D];
+    for (int64_t g = 0; g < G; g++) {
+        FN(mv_v)(z, 1, D, go + g, G, D, R, tmp, 1, 0);
+        for (int64_t f = 0; f < D; f++) pu[g * D + f] = FN(lane_sum)(tmp[f]);
+    }
+    for (int64_t e = 0; e < D; e++) {
+        FN(mv_v)(xq, 1, D, gy + e, D, D, R, tmp, 1, 0);
+        for (int64_t q = 0; q < D; q++) pm[e * D + q] = FN(lane_sum)(tmp[q]);
+    }
+}
+
 /* out (S, NB, Q1 - Q0, G); block k is seed k / NB, block k % NB; blocks split between n_threads (OpenMP,
  * the runtime PyTorch already loaded). */
 int FN(lsa_forward)(const V *tok, const REAL *m, const REAL *u, V *out, const dims_t *d, REAL scale,
@@ -128,14 +166,7 @@ int FN(lsa_forward)(const V *tok, const REAL *m, const REAL *u, V *out, const di
         FN(gram)(x, d->N, D, scale, c);
         for (int64_t t = 0; t < R; t++) {
             FN(row)(x + (d->Q0 + t) * D, ms, c, D, y, z);
-            V *o = out + (k * R + t) * G;
-            FN(mv_s)(us, D, 1, z, 1, G, D, o, 1, 0);  /* o = U z */
-            if (d->G0 < 0) continue;
-            const V *xr = x + (d->Q0 + t) * D + d->G0;
-            for (int64_t g = 0; g < G; g++) {
-                const V v = FN(pre_clip)(xr[g], o[g], lam);
-                o[g] = clip > 0 ? FN(clamp)(v, clip) : v;
-            }
+            FN(emit_row)(us, z, x + (d->Q0 + t) * D, d, lam, clip, out + (k * R + t) * G);
         }
     }
     return 0;
@@ -143,14 +174,14 @@ int FN(lsa_forward)(const V *tok, const REAL *m, const REAL *u, V *out, const di
 
 /* Gradients given gout (S, NB, R, G): gtok (S, NB, TT, D) when not NULL (per-seed
  * tokens only; rows neither query nor context get 0), dgm_part (S * NB, D, D), dgu_part (S * NB, G, D).
- * Each weight gradient is a sum over the query rows kept in registers (one store per entry). */
+ * Weight gradients: sums over the query rows (weight_grads). */
 int FN(lsa_backward)(const V *tok, const REAL *m, const REAL *u, const V *gout, V *gtok, REAL *dgm_part,
                      REAL *dgu_part, const dims_t *d, REAL scale, REAL lam, REAL clip, int n_threads) {
     const int64_t D = d->D, G = d->G, TT = d->TT, N = d->N, R = d->Q1 - d->Q0;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
     for (int64_t k = 0; k < d->S * d->NB; k++) {
         V c[D * D], y[R * D], z[R * D], gz[R * D], gy[R * D], gc[D * D], gres[d->G0 < 0 ? 1 : R * G],
-          gupd[d->G0 < 0 || lam == 1 ? 1 : R * G], tmp[D];
+          gupd[d->G0 < 0 ? 1 : R * G];
         const int64_t s = k / d->NB;
         const V *x = tok + s * d->tok_seed_stride + (k % d->NB) * TT * D, *xq = x + d->Q0 * D;
         const V *go = gout + k * R * G;
@@ -158,35 +189,16 @@ int FN(lsa_backward)(const V *tok, const REAL *m, const REAL *u, const V *gout, 
         /* C, y, z recomputed: cheaper than keeping them from the forward (measured: memory traffic) */
         FN(gram)(x, N, D, scale, c);
         for (int64_t t = 0; t < R; t++) FN(row)(xq + t * D, ms, c, D, y + t * D, z + t * D);
-        if (d->G0 >= 0) {  /* gres = dO masked by the clip (the residual's gradient); the update's is lam * gres */
-            for (int64_t t = 0; t < R; t++) {
-                V o[G];
-                FN(mv_s)(us, D, 1, z + t * D, 1, G, D, o, 1, 0);
-                for (int64_t g = 0; g < G; g++) {
-                    const V v = go[t * G + g];
-                    gres[t * G + g] = clip > 0 ? FN(pass_within)(v, FN(pre_clip)(xq[t * D + d->G0 + g], o[g], lam), clip) : v;
-                }
-            }
-            if (lam != 1) {
-                for (int64_t i = 0; i < R * G; i++) gupd[i] = lam * gres[i];
-                go = gupd;
-            } else {
-                go = gres;
-            }
+        if (d->G0 >= 0) {  /* the residual: its gradient gres, the update's gupd */
+            for (int64_t t = 0; t < R; t++)
+                FN(residual_grad_row)(us, z + t * D, xq + t * D, go + t * G, d, lam, clip, gres + t * G, gupd + t * G);
+            go = gupd;
         }
         for (int64_t t = 0; t < R; t++) {
             FN(mv_s)(us, 1, D, go + t * G, 1, D, G, gz + t * D, 1, 0);  /* dz = U^T gO */
             FN(mv_v)(c, D, 1, gz + t * D, 1, D, D, gy + t * D, 1, 0);  /* dy = C dz (C symmetric) */
         }
-        REAL *pm = dgm_part + k * D * D, *pu = dgu_part + k * G * D;
-        for (int64_t g = 0; g < G; g++) {  /* dU = sum_t gO_t z_t^T */
-            FN(mv_v)(z, 1, D, go + g, G, D, R, tmp, 1, 0);
-            for (int64_t f = 0; f < D; f++) pu[g * D + f] = FN(lane_sum)(tmp[f]);
-        }
-        for (int64_t e = 0; e < D; e++) {  /* dM = sum_t dy_t x_t^T */
-            FN(mv_v)(xq, 1, D, gy + e, D, D, R, tmp, 1, 0);
-            for (int64_t q = 0; q < D; q++) pm[e * D + q] = FN(lane_sum)(tmp[q]);
-        }
+        FN(weight_grads)(go, z, gy, xq, R, D, G, dgm_part + k * D * D, dgu_part + k * G * D);
         if (!gtok) continue;
         V *gx = gtok + k * TT * D;
         memset(gx, 0, sizeof(V) * TT * D);
@@ -270,14 +282,7 @@ int FN(smx_forward)(const V *tok, const REAL *m, const REAL *u, V *out, const di
         const REAL *ms = m + s * D * D, *us = u + s * G * D;
         for (int64_t t = 0; t < R; t++) {
             FN(smx_row)(x, x + (d->Q0 + t) * D, ms, N, D, scale, y, e, ws, w, z);
-            V *o = out + (k * R + t) * G;
-            FN(mv_s)(us, D, 1, z, 1, G, D, o, 1, 0);  /* o = U z */
-            if (d->G0 < 0) continue;
-            const V *xr = x + (d->Q0 + t) * D + d->G0;
-            for (int64_t g = 0; g < G; g++) {
-                const V v = FN(pre_clip)(xr[g], o[g], lam);
-                o[g] = clip > 0 ? FN(clamp)(v, clip) : v;
-            }
+            FN(emit_row)(us, z, x + (d->Q0 + t) * D, d, lam, clip, out + (k * R + t) * G);
         }
     }
     return 0;
@@ -289,7 +294,7 @@ int FN(smx_backward)(const V *tok, const REAL *m, const REAL *u, const V *gout, 
     const int64_t D = d->D, G = d->G, TT = d->TT, N = d->N, R = d->Q1 - d->Q0;
 #pragma omp parallel for schedule(static) num_threads(n_threads)
     for (int64_t k = 0; k < d->S * d->NB; k++) {
-        V y[D], e[N], ws[N], w[N], z[R * D], gz[D], dw[N], gy[R * D], gup[R * G], gres[G], o[G], tmp[D];
+        V y[D], e[N], ws[N], w[N], z[R * D], gz[D], dw[N], gy[R * D], gup[R * G], gres[G];
         const int64_t s = k / d->NB;
         const V *x = tok + s * d->tok_seed_stride + (k % d->NB) * TT * D, *xq = x + d->Q0 * D;
         const REAL *ms = m + s * D * D, *us = u + s * G * D;
@@ -299,13 +304,10 @@ int FN(smx_backward)(const V *tok, const REAL *m, const REAL *u, const V *gout, 
             const V *go = gout + (k * R + t) * G;
             V *zt = z + t * D, *gyt = gy + t * D, *gu = gup + t * G;
             FN(smx_row)(x, xq + t * D, ms, N, D, scale, y, e, ws, w, zt);
-            for (int64_t g = 0; g < G; g++) gres[g] = go[g];
-            if (d->G0 >= 0 && clip > 0) {  /* the clip's mask, from the recomputed pre-clip value */
-                FN(mv_s)(us, D, 1, zt, 1, G, D, o, 1, 0);
-                for (int64_t g = 0; g < G; g++)
-                    gres[g] = FN(pass_within)(gres[g], FN(pre_clip)(xq[t * D + d->G0 + g], o[g], lam), clip);
-            }
-            for (int64_t g = 0; g < G; g++) gu[g] = d->G0 >= 0 && lam != 1 ? lam * gres[g] : gres[g];
+            if (d->G0 >= 0)
+                FN(residual_grad_row)(us, zt, xq + t * D, go, d, lam, clip, gres, gu);
+            else
+                for (int64_t g = 0; g < G; g++) gu[g] = go[g];
             FN(mv_s)(us, 1, D, gu, 1, D, G, gz, 1, 0);       /* dz = U^T dO */
             FN(mv_v)(x, D, 1, gz, 1, N, D, dw, 1, 0);        /* dw_j = x_j . dz (of the scaled weights) */
             V dot = {0};
@@ -322,15 +324,7 @@ int FN(smx_backward)(const V *tok, const REAL *m, const REAL *u, const V *gout, 
             if (d->G0 >= 0)
                 for (int64_t g = 0; g < G; g++) gx[(d->Q0 + t) * D + d->G0 + g] += gres[g];
         }
-        REAL *pm = dgm_part + k * D * D, *pu = dgu_part + k * G * D;
-        for (int64_t g = 0; g < G; g++) {  /* dU = sum_t dO_t z_t^T */
-            FN(mv_v)(z, 1, D, gup + g, G, D, R, tmp, 1, 0);
-            for (int64_t f = 0; f < D; f++) pu[g * D + f] = FN(lane_sum)(tmp[f]);
-        }
-        for (int64_t e2 = 0; e2 < D; e2++) {  /* dM = sum_t dy_t x_t^T */
-            FN(mv_v)(xq, 1, D, gy + e2, D, D, R, tmp, 1, 0);
-            for (int64_t q = 0; q < D; q++) pm[e2 * D + q] = FN(lane_sum)(tmp[q]);
-        }
+        FN(weight_grads)(gup, z, gy, xq, R, D, G, dgm_part + k * D * D, dgu_part + k * G * D);
     }
     return 0;
 }
