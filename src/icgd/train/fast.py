@@ -10,9 +10,9 @@ only the query's y-entries, the only thing the loss reads (all of the query's en
 follows, since it mixes them; the MLP runs on every token as large products). Softmax attention uses
 the same multiplied-out weights: scores x M^T ctx^T and output (w ctx) U^T, so that its per-task
 products read the tokens themselves (shared by all seeds in the first layer: one product per task for
-every seed and head), with the same savings in the last layer. LayerNorm, when the stack has it, is applied to what attention (and the MLP) read, over the
-unpadded coordinates. Widths are zero-padded to multiples of 4 (exact: padded coordinates stay 0),
-which doubles MKL's speed on these small products.
+every seed and head), with the same savings in the last layer. LayerNorm, when the stack has it, is
+applied to what attention (and the MLP) read, over the unpadded coordinates. Widths are zero-padded to
+multiples of 4 (exact: padded coordinates stay 0), which doubles MKL's speed on these small products.
 
 Parameters are a dict of stacked tensors named as in `Stack.state_dict()`, each with a leading seed
 dimension S. Data are (B, ...) tensors shared by all seeds or (S, B, ...) tensors, one batch per seed.
@@ -50,6 +50,21 @@ def compute_path(config: StackConfig, dtype: torch.dtype, device: torch.device |
     return "kernel" if kernel_supported(config) and kernel.usable(probe) else "fused"
 
 
+def _multiplied_out(params: dict[str, Tensor], p: str, softmax: bool, d_pad: int | None = None
+                    ) -> tuple[Tensor, Tensor]:
+    """The layer's weights multiplied out, (S, H, D, D) each: M = W_K^T W_Q (divided by the softmax
+    temperature tau for softmax attention) and U = P W_V; zero-padded to d_pad x d_pad when given."""
+    m = params[p + "w_k"].transpose(-1, -2) @ params[p + "w_q"]
+    if softmax:
+        m = m / params[p + "kernel_params"][..., 0, None, None]
+    u = params[p + "w_o"] @ params[p + "w_v"]
+    pad = 0 if d_pad is None else d_pad - m.shape[-1]
+    if pad:
+        m = torch.nn.functional.pad(m, (0, pad, 0, pad))
+        u = torch.nn.functional.pad(u, (0, pad, 0, pad))
+    return m, u
+
+
 def _pad_to(w: Tensor, dims: dict[int, int]) -> Tensor:
     """Zero-pad dimensions (negative indices) of `w` up to the given sizes."""
     spec = [0] * (2 * w.dim())
@@ -66,13 +81,7 @@ def _softmax_update(params: dict[str, Tensor], p: str, x: Tensor, ctx: Tensor, d
     Scores q k^T / tau = x M^T ctx^T with M = W_K^T W_Q / tau, and the output P (w V) = (w ctx) U^T with
     U = P W_V (D x D per seed and head): the per-task products then read the tokens themselves, which are
     shared by all seeds in the first layer, so that one product per task serves every seed and head."""
-    m = params[p + "w_k"].transpose(-1, -2) @ params[p + "w_q"]  # (S, H, D, D)
-    m = m / params[p + "kernel_params"][..., 0, None, None]
-    u = params[p + "w_o"] @ params[p + "w_v"]  # (S, H, D, D)
-    pad = d_pad - m.shape[-1]
-    if pad:
-        m = torch.nn.functional.pad(m, (0, pad, 0, pad))
-        u = torch.nn.functional.pad(u, (0, pad, 0, pad))
+    m, u = _multiplied_out(params, p, True, d_pad)  # (S, H, Dp, Dp)
     if rows is not None:
         u = u[..., rows[0]:rows[1], :]
     s_n, h_n, g = u.shape[0], u.shape[1], u.shape[-2]
@@ -177,10 +186,7 @@ def _kernel_predictions(params: dict[str, Tensor], config: StackConfig, context_
     kind = config.attention.kernel
     for step in range(n_steps):
         p = f"layers.{0 if config.recurrent else step}.attn."
-        m = (params[p + "w_k"].transpose(-1, -2) @ params[p + "w_q"])[:, 0]  # (S, D, D) = W_K^T W_Q
-        if kind == "softmax":  # scores / tau
-            m = m / params[p + "kernel_params"][:, 0, 0, None, None]
-        u = (params[p + "w_o"] @ params[p + "w_v"])[:, 0]  # (S, D, D) = P W_V
+        m, u = (w[:, 0] for w in _multiplied_out(params, p, kind == "softmax"))  # (S, D, D): one head
         if step == n_steps - 1:  # the query rows' y-entries only: all the loss reads
             y = kernel.attention(tok, m, u[:, dx:d], n, n, t, scale, residual=dx, lam=lam, clip=config.clip,
                                  kind=kind)
@@ -220,11 +226,7 @@ def _clip(x: Tensor, clip: float | None) -> Tensor:
 def _linear_update(params: dict[str, Tensor], p: str, ctx: Tensor, x: Tensor, n: int, last: bool, dx: int,
                    d: int, pad: int, normalize: str) -> Tensor:
     """Linear attention update of the tokens x over the context ctx (y-entries only when `last`)."""
-    m = params[p + "w_k"].transpose(-1, -2) @ params[p + "w_q"]  # (S, H, D, D) = W_K^T W_Q
-    u = params[p + "w_o"] @ params[p + "w_v"]  # (S, H, D, D) = P W_V
-    if pad:
-        m = torch.nn.functional.pad(m, (0, pad, 0, pad))
-        u = torch.nn.functional.pad(u, (0, pad, 0, pad))
+    m, u = _multiplied_out(params, p, False, d + pad)  # (S, H, Dp, Dp)
     if last:
         u = u[..., dx:d, :]  # only the y-rows of the update are read out
     scale = 1.0 / n if normalize == "count" else 1.0

@@ -96,16 +96,18 @@ static REAL FN(lane_sum)(V v) {
 /* the residual's pre-clip value x + lam * o for one entry */
 static V FN(pre_clip)(V x, V o, REAL lam) { return x + lam * o; }
 
-/* v clamped to [-c, c] (NaN stays NaN), and v where -c <= pre <= c else 0, by lane masks */
+/* per lane: a where the mask is set, else b */
+static V FN(select)(IV mask, V a, V b) { return (V)(((IV)a & mask) | ((IV)b & ~mask)); }
+
+/* v clamped to [-c, c] (NaN stays NaN), and v where -c <= pre <= c else 0 */
 static V FN(clamp)(V v, REAL c) {
     const V zero = {0}, hi = zero + c, lo = zero - c;
-    const IV above = v > hi, below = v < lo;
-    return (V)(((IV)v & ~(above | below)) | ((IV)hi & above) | ((IV)lo & below));
+    return FN(select)(v > hi, hi, FN(select)(v < lo, lo, v));
 }
 
 static V FN(pass_within)(V v, V pre, REAL c) {
     const V zero = {0}, hi = zero + c;
-    return (V)((IV)v & ((pre >= -hi) & (pre <= hi)));
+    return FN(select)((pre >= -hi) & (pre <= hi), v, zero);
 }
 
 /* y = M x_t (D), z = C y (D) for one row */
@@ -221,8 +223,6 @@ int FN(lsa_backward)(const V *tok, const REAL *m, const REAL *u, const V *gout, 
  * Per task and query row t: y_t = M x_t, e_tj = y_t . x_j (j < N), w_t = softmax_j(e_t) * scale,
  * z_t = sum_j w_tj x_j, o_t = U z_t (M = W_K^T W_Q / tau, U = P W_V), with the same residual, dampening and
  * clip as above. The exponential is computed here on whole vectors (exp_v). */
-
-static V FN(select)(IV mask, V a, V b) { return (V)(((IV)a & mask) | ((IV)b & ~mask)); }
 
 /* exp per lane: 2^k * p(r), x = k ln 2 + r, |r| <= ln 2 / 2, p the Taylor polynomial of degree 7 (float)
  * or 13 (double), truncation below half an ulp; 0 below the smallest normal result (the softmax's
