@@ -16,7 +16,7 @@ from icgd.claims.base import (
 )
 from icgd.cli import main
 from icgd.constructions import gd_construction
-from icgd.experiments import oswald
+from icgd import readoff
 from icgd.experiments.registry import (
     ExperimentContext,
     experiments,
@@ -39,19 +39,19 @@ def test_registry_lists_every_oswald_experiment():
 def test_products_round_trip_and_rescaling_invariance():
     ep = LinearRegression(dx=4, n_context=6).sample(50, make_generator(0), dtype=torch.float64)
     st = gd_construction(4, 1, 6, 0.8).build()
-    kq, pv = oswald.products(st)
-    same = TransformerLearner(oswald.stack_from_products(kq, pv))
+    kq, pv = readoff.products(st)
+    same = TransformerLearner(readoff.stack_from_products(kq, pv))
     torch.testing.assert_close(same.predict(ep), GD(0.8).predict(ep))
-    kq_r, pv_r, beta = oswald.rescaled(3.0 * kq, pv / 3.0, 4)
+    kq_r, pv_r, beta = readoff.rescaled(3.0 * kq, pv / 3.0, 4)
     assert beta == pytest.approx(3.0)
     torch.testing.assert_close(kq_r, kq)
-    torch.testing.assert_close(TransformerLearner(oswald.stack_from_products(kq_r, pv_r)).predict(ep),
+    torch.testing.assert_close(TransformerLearner(readoff.stack_from_products(kq_r, pv_r)).predict(ep),
                                GD(0.8).predict(ep))
 
 
 def test_gamma_is_read_off_a_gdpp_layer():
     st = gd_construction(5, 1, 10, 0.5, gammas=0.07).build()
-    assert oswald.gamma_of(st, 5) == pytest.approx(0.07)
+    assert readoff.gamma_of(st, 5) == pytest.approx(0.07)
 
 
 def test_claim_check_pass_fail_and_missing():
@@ -151,7 +151,7 @@ def test_token_gradients_of_the_copy_construction():
 def test_tracked_training_equals_an_uninterrupted_run(tmp_path):
     cfg = build_config({"steps": 30, "batch_size": 32, "seeds": [0, 1], "dtype": "float64",
                         "eval": {"every": 10, "n_tasks": 64, "n_tune": 128, "alignment_tasks": 0}})
-    ctx = ExperimentContext(tmp_path / "out", tmp_path / "cache", quick=True, seeds=[0, 1])
+    ctx = ExperimentContext(tmp_path / "out", tmp_path / "cache", mode="quick", seeds=[0, 1])
     calls = []
 
     def measure(res):
@@ -160,7 +160,7 @@ def test_tracked_training_equals_an_uninterrupted_run(tmp_path):
 
     res, track = ctx.train_tracked("t", cfg, 10, measure)
     assert [r["step"] for r in track] == [0, 10, 20, 30]
-    plain = ExperimentContext(tmp_path / "o2", tmp_path / "c2", quick=True, seeds=[0, 1]).train("t", cfg)
+    plain = ExperimentContext(tmp_path / "o2", tmp_path / "c2", mode="quick", seeds=[0, 1]).train("t", cfg)
     for k, v in plain.params.items():
         assert torch.equal(res.params[k], v)
     n = len(calls)
@@ -177,16 +177,16 @@ def test_blog_suite_and_experiments_are_registered():
 
 
 def test_implicit_eta_of_the_construction_and_dampened_repetition_is_gd_with_eta_times_lambda():
-    from icgd.experiments.blog import implicit_eta
+    from icgd.readoff import implicit_eta
 
     eta, lam = 1.3, 0.7
-    kq, pv = oswald.gd_products(4, 1, eta, 6)
+    kq, pv = readoff.gd_products(4, 1, eta, 6)
     assert implicit_eta(kq * 2.5, pv / 2.5, 4, 6) == pytest.approx(eta, rel=1e-12)  # rescaling-invariant
     ep = LinearRegression(dx=4, n_context=6).sample(50, make_generator(3), dtype=torch.float64)
-    tf = oswald.tf_repeat_losses(kq, pv, lam, ep, repeats=7)
-    gd = oswald.gd_repeat_losses(eta * lam, ep, repeats=7)
+    tf = readoff.tf_repeat_losses(kq, pv, lam, ep, repeats=7)
+    gd = readoff.gd_repeat_losses(eta * lam, ep, repeats=7)
     torch.testing.assert_close(tf, gd, rtol=1e-10, atol=1e-12)
-    assert not torch.allclose(tf, oswald.gd_repeat_losses(eta, ep, repeats=7))
+    assert not torch.allclose(tf, readoff.gd_repeat_losses(eta, ep, repeats=7))
 
 
 def test_student_t_quantiles_and_intervals():

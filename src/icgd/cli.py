@@ -124,16 +124,12 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _seed_list(text: str) -> list[int]:
     """'4' -> [0, 1, 2, 3]; '0,3,7' -> [0, 3, 7]."""
+    from icgd.seeds import parse_seeds
+
     try:
-        if "," in text:
-            seeds = [int(x) for x in text.split(",") if x.strip()]
-        else:
-            seeds = list(range(int(text)))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a count or a comma-separated list, got {text!r}") from None
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise argparse.ArgumentTypeError(f"need at least one distinct seed, got {text!r}")
-    return seeds
+        return parse_seeds(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -154,10 +150,11 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from icgd.experiments import get_experiment, run_experiment
 
     exp = get_experiment(args.name)
-    out = Path(args.out) if args.out else Path("runs") / (exp.name + ("-quick" if args.quick else ""))
-    cache = Path(args.cache) if args.cache else out.parent / ("_train-quick" if args.quick else "_train")
+    suffix = _mode_suffix(args)
+    out = Path(args.out) if args.out else Path("runs") / (exp.name + suffix)
+    cache = Path(args.cache) if args.cache else out.parent / f"_train{suffix}"
     results = run_experiment(exp.name, out, cache, quick=args.quick, seeds=args.seeds, device=_device(args.device),
-                             quiet=args.quiet)
+                             quiet=args.quiet, smoke=args.smoke)
     print((out / "report.md").read_text())
     print(f"tables, figures (PNG, SVG), results.json and report.md in {out} ({results['seconds']} s)")
     return 0
@@ -168,9 +165,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     from icgd.claims import format_markdown, format_report, verify
 
-    out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{'-quick' if args.quick else ''}"
+    out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{_mode_suffix(args)}"
     report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=_device(args.device),
-                    quiet=args.quiet or args.json, cache=args.cache)
+                    quiet=args.quiet or args.json, cache=args.cache, smoke=args.smoke)
     (out / "claims.json").write_text(json.dumps(report, indent=2))
     (out / "claims.md").write_text(format_markdown(report))
     if args.json:
@@ -178,6 +175,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         print(format_markdown(report).rstrip("\n") if args.markdown else format_report(report))
     return 1 if args.strict and not all(c["passed"] for c in report["claims"]) else 0
+
+
+def _mode_suffix(args: argparse.Namespace) -> str:
+    return "-smoke" if args.smoke else "-quick" if args.quick else ""
 
 
 def _default_config(overrides: list[str]):
@@ -188,7 +189,10 @@ def _default_config(overrides: list[str]):
 
 def _add_study_options(p: argparse.ArgumentParser, out_help: str, cache_default: str) -> None:
     """Options shared by `reproduce` and `verify`."""
-    p.add_argument("--quick", action="store_true", help="short training, fewer tasks, 3 seeds (full: 5)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="short training, fewer tasks, 3 seeds (full: 5)")
+    mode.add_argument("--smoke", action="store_true", help="a handful of steps and tasks, 2 seeds: checks that "
+                                                           "everything runs (its numbers mean nothing)")
     p.add_argument("--seeds", type=_seed_list, default=None, help="a count (4) or a list (0,3,7)")
     p.add_argument("--out", help=out_help)
     p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
@@ -246,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "figures (PNG and SVG), results.json and report.md, which puts each "
                                    "measured number beside the paper's statement.")
     r.add_argument("name", help="experiment name (see icgd list)")
-    _add_study_options(r, "run directory (default runs/NAME[-quick])", "beside --out")
+    _add_study_options(r, "run directory (default runs/NAME[-quick|-smoke])", "beside --out")
     r.set_defaults(func=cmd_reproduce)
 
     v = sub.add_parser("verify", help="check a source's claims: measured value, threshold, PASS/FAIL",
@@ -254,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "each claim with its source figure, the measured value, the threshold and "
                                    "PASS or FAIL. Suites: oswald, oswald-nonlinear, oswald-copy, blog.")
     v.add_argument("suite", help="oswald, oswald-nonlinear, oswald-copy or blog")
-    _add_study_options(v, "directory of the experiments (default runs/verify-SUITE[-quick])", "OUT/_train")
+    _add_study_options(v, "directory of the experiments (default runs/verify-SUITE[-quick|-smoke])", "OUT/_train")
     v.add_argument("--json", action="store_true", help='print {"suite", "claims": [{"id", "claim", "source", '
                                                         '"measured", "threshold", "passed"}]}')
     v.add_argument("--markdown", action="store_true", help="print the table as Markdown (always written to "

@@ -131,10 +131,37 @@ class Episodes:
 
 @runtime_checkable
 class TaskDistribution(Protocol):
-    """Anything that samples episodes: `sample(batch, generator, device, dtype) -> Episodes`."""
+    """Anything that samples episodes, declares their sizes and owns its objective.
+
+    sample(batch, generator, device, dtype) -> Episodes with context (B, N, Dx|Dy) and queries (B, Q, Dx|Dy);
+    loss(pred, target) -> per-task loss (B,) for predictions and targets (B, Q, Dy), the training objective;
+    reference_kinds: the explicit reference learners that make sense on this task (`icgd.learners.references`).
+    """
+
+    dx: int
+    dy: int
+    n_context: int
+    n_queries: int
+    reference_kinds: tuple[str, ...]
 
     def sample(self, batch: int, generator: torch.Generator | None = None,
                device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> Episodes:
+        ...
+
+    def loss(self, pred: Tensor, target: Tensor) -> Tensor:
+        ...
+
+
+@runtime_checkable
+class Learner(Protocol):
+    """An in-context learner: reads the context of each episode and predicts its queries.
+
+    predict(episodes) -> predictions (B, Q, Dy), differentiable with respect to episodes.query_x.
+    """
+
+    name: str
+
+    def predict(self, episodes: Episodes) -> Tensor:
         ...
 
 

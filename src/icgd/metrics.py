@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Callable
 
 import torch
 from torch import Tensor
 
-from icgd.episodes import Episodes, ShapeError
-from icgd.learners.base import Learner
+from icgd.episodes import Episodes, Learner, ShapeError
 
 Z95 = 1.959963984540054
 
@@ -49,21 +49,26 @@ def query_loss(pred: Tensor, target: Tensor) -> Tensor:
     return 0.5 * ((pred - target) ** 2).sum(-1).mean(-1)
 
 
+#: a per-task loss: (predictions, targets), both (B, Q, Dy) -> (B,)
+LossFn = Callable[[Tensor, Tensor], Tensor]
+
+
 def _chunks(ep: Episodes, chunk: int | None) -> list[Episodes]:
     return [ep] if chunk is None or chunk >= ep.batch_size else ep.split(chunk)
 
 
-def task_losses(learner: Learner, ep: Episodes, chunk: int | None = 4096) -> Tensor:
-    """Per-task losses (B,) of `learner` on `ep` (no gradients)."""
+def task_losses(learner: Learner, ep: Episodes, chunk: int | None = 4096, loss: LossFn = query_loss) -> Tensor:
+    """Per-task losses (B,) of `learner` on `ep` (no gradients); `loss` defaults to the squared error
+    (pass a task's own `task.loss` for other objectives)."""
     if ep.query_y is None:
         raise ValueError("these episodes have no query targets, so no loss can be computed")
     with torch.no_grad():
-        return torch.cat([query_loss(learner.predict(e), e.query_y) for e in _chunks(ep, chunk)])
+        return torch.cat([loss(learner.predict(e), e.query_y) for e in _chunks(ep, chunk)])
 
 
-def evaluate(learner: Learner, ep: Episodes, chunk: int | None = 4096) -> Stat:
-    """Mean query loss of `learner` on `ep` with its 95% CI."""
-    return Stat.of(task_losses(learner, ep, chunk))
+def evaluate(learner: Learner, ep: Episodes, chunk: int | None = 4096, loss: LossFn = query_loss) -> Stat:
+    """Mean per-task loss of `learner` on `ep` with its 95% CI."""
+    return Stat.of(task_losses(learner, ep, chunk, loss))
 
 
 def sensitivities(learner: Learner, ep: Episodes) -> Tensor:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from icgd.experiments.registry import run_experiment
+from icgd.experiments.registry import get_experiment, mode_of, run_experiment
 
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
@@ -63,22 +63,28 @@ def suite_names() -> list[str]:
 
 
 def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | None = None, device: str = "cpu",
-           quiet: bool = True, cache: str | Path | None = None) -> dict[str, Any]:
+           quiet: bool = True, cache: str | Path | None = None, smoke: bool = False) -> dict[str, Any]:
     """Run every experiment the suite needs (reusing cached models) and check its claims.
 
-    cache: where trained models are cached (default out/_train). Returns {"suite", "quick", "seconds",
-    "claims": [{"id", "claim", "source", "measured", "threshold", "passed", ...}]}."""
+    cache: where trained models are cached (default out/_train). smoke: a handful of steps and tasks, to
+    check that every claim gets its number (the numbers mean nothing). Returns {"suite", "quick", "mode",
+    "seconds", "claims": [{"id", "claim", "source", "measured", "threshold", "passed", ...}]}."""
     _load()
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
     claims = SUITES[name]()
+    mode = mode_of(quick, smoke)
+    experiments = list(dict.fromkeys(c.experiment for c in claims))
+    for exp in experiments:  # refuse bad seeds before anything is trained
+        get_experiment(exp).seeds(mode, seeds)
     out = Path(out)
     t0 = time.perf_counter()
     results: dict[str, Any] = {}
     cache = Path(cache) if cache else out / "_train"
-    for exp in dict.fromkeys(c.experiment for c in claims):
-        results[exp] = run_experiment(exp, out / exp, cache, quick=quick, seeds=seeds, device=device, quiet=quiet)
-    return {"suite": name, "quick": quick, "seconds": round(time.perf_counter() - t0, 1),
+    for exp in experiments:
+        results[exp] = run_experiment(exp, out / exp, cache, quick=quick, seeds=seeds, device=device, quiet=quiet,
+                                      smoke=smoke)
+    return {"suite": name, "quick": mode != "full", "mode": mode, "seconds": round(time.perf_counter() - t0, 1),
             "claims": [c.check(results) for c in claims]}
 
 
@@ -101,5 +107,5 @@ def format_report(report: dict[str, Any]) -> str:
     lines = ["  ".join(str(v)[:w].ljust(w) for v, w in zip(r, widths)) for r in rows]
     n_pass = sum(c["passed"] for c in report["claims"])
     lines.append(f"\n{n_pass} passed, {len(report['claims']) - n_pass} failed "
-                 f"({'quick' if report['quick'] else 'full'} mode, {report['seconds']} s)")
+                 f"({report.get('mode', 'quick' if report['quick'] else 'full')} mode, {report['seconds']} s)")
     return "\n".join(lines)

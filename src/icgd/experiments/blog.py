@@ -24,17 +24,14 @@ import numpy as np
 import torch
 
 from icgd.episodes import make_generator
-from icgd.experiments.oswald import (
-    _curves,
-    _med,
-    divergence_cap,
+from icgd.experiments.common import (
+    Size,
+    curves,
     eval_tasks,
-    gd_repeat_losses,
+    median,
     one_layer_run,
-    products,
-    rescaled,
     seed_learners,
-    tf_repeat_losses,
+    size,
     train_config,
     tune_tasks,
 )
@@ -49,10 +46,24 @@ from icgd.learners.tuning import (
 )
 from icgd.metrics import alignment, evaluate
 from icgd.plots import COLORS, band, label_axes, subplots
+from icgd.readoff import (
+    divergence_cap,
+    gd_repeat_losses,
+    implicit_eta,
+    products,
+    tf_repeat_losses,
+)
 from icgd.tasks.linear import LinearRegression
 from icgd.train.config import TrainConfig, build_config
 
 ETA_SEED = 20_240_100
+#: independent task sets of the learning-rate study, and tasks in each
+ETA_REPETITIONS = Size(quick=5, full=20, smoke=2)
+ETA_TASKS = Size(quick=10_000, full=10_000, smoke=256)
+#: the LSTM study: held-out tasks behind its curves and their alignment, and of its alignment analysis
+LSTM_CURVE_TASKS = Size(quick=1024, full=2048)
+LSTM_CURVE_ALIGN_TASKS = Size(quick=256, full=512, smoke=16)
+LSTM_ALIGN_TASKS = Size(quick=1024, full=2048)
 
 
 def t95(df: int) -> float:
@@ -86,21 +97,14 @@ def mean_ci(values: list[float]) -> tuple[float, float, float]:
     return m, m - half, m + half
 
 
-def implicit_eta(kq: torch.Tensor, pv: torch.Tensor, dx: int, n: int) -> float:
-    """The learning rate a trained 1-layer LSA implements: -N times the y-y entry of the rescaled P W_V
-    (the construction's is -eta / N, Prop. 1)."""
-    _, pv_r, _ = rescaled(kq, pv, dx)
-    return float(-n * pv_r[dx, dx])
-
-
 # --------------------------------------------------------------------------------- learning rate
 @register("blog-eta", "analytic optimal eta of one GD step vs line search: values, CIs, times, loss vs eta",
           "source 001, 'Analysis on the learning rate'", quick_minutes=0.5, full_minutes=2.0)
 def eta(ctx: ExperimentContext) -> None:
     """Each repetition draws 10,000 fresh tasks and computes eta both ways on them, timed; the CI of each
     value is the 95% t-interval over the repetitions (the analytic value also has its delta-method CI)."""
-    reps = 5 if ctx.quick else 20
-    n_tasks = 10_000
+    reps = size(ctx, ETA_REPETITIONS)
+    n_tasks = size(ctx, ETA_TASKS)
     rows, curves = [], {}
     for a in (1.0, 0.5):
         tag = f"a{a:g}"
@@ -122,8 +126,8 @@ def eta(ctx: ExperimentContext) -> None:
         rows += mine
         an = mean_ci([m["eta_analytic"] for m in mine])
         ls = mean_ci([m["eta_line_search"] for m in mine])
-        t_an = _med([m["seconds_analytic"] for m in mine])
-        t_ls = _med([m["seconds_line_search"] for m in mine])
+        t_an = median([m["seconds_analytic"] for m in mine])
+        t_ls = median([m["seconds_line_search"] for m in mine])
         ctx.result(f"{tag}.eta_analytic", an[0])
         ctx.result(f"{tag}.eta_analytic_ci95", [an[1], an[2]])
         ctx.result(f"{tag}.eta_analytic_delta_ci95_first_set", [mine[0]["eta_analytic_ci_low"],
@@ -139,7 +143,7 @@ def eta(ctx: ExperimentContext) -> None:
         tf_etas = [implicit_eta(*products(lr.model), task.dx, task.n_context) for lr in seed_learners(res)]
         errs = [abs(e / an[0] - 1) for e in tf_etas]
         ctx.result(f"{tag}.tf_etas", tf_etas)
-        ctx.result(f"{tag}.tf_eta_relative_error_median", _med(errs))
+        ctx.result(f"{tag}.tf_eta_relative_error_median", median(errs))
         ctx.report(f"x ~ U(-{a:g}, {a:g}): the analytic eta* equals the line search's",
                    f"analytic {an[0]:.4f} [{an[1]:.4f}, {an[2]:.4f}], line search {ls[0]:.4f} [{ls[1]:.4f}, "
                    f"{ls[2]:.4f}] ({reps} sets of {n_tasks} tasks); largest relative difference on the same "
@@ -148,7 +152,7 @@ def eta(ctx: ExperimentContext) -> None:
                    f"median {1000 * t_an:.2f} ms vs {t_ls:.3f} s ({t_ls / t_an:.0f} times faster)")
         ctx.report("the trained transformer implicitly optimises the GD learning rate",
                    "implicit eta of the trained 1-layer LSA per seed: " + ", ".join(f"{e:.3f}" for e in tf_etas)
-                   + f" (median relative error to eta* {_med(errs):.2%})")
+                   + f" (median relative error to eta* {median(errs):.2%})")
         # loss of one GD step as a function of eta, on the first set of tasks
         grid = np.linspace(0.0, 2.5 * an[0], 101)
         f = gd_loss_fn(first, 1)
@@ -194,7 +198,7 @@ def dampening(ctx: ExperimentContext) -> None:
     res = one_layer_run(ctx)
     task = res.config.task
     ev = eval_tasks(ctx, task)
-    gd = tune_gd(tune_tasks(task), 1)
+    gd = tune_gd(tune_tasks(ctx, task), 1)
     cap = divergence_cap(ev)
     rows, per_seed, curves = [], [], {}
     for lam in (DAMPING, 1.0):
@@ -223,7 +227,7 @@ def dampening(ctx: ExperimentContext) -> None:
         mine = [r for r in per_seed if r["lambda"] == lam]
         for k in ("tf_final_over_first_all_tasks", "fraction_of_tasks_decreasing", "tf_diverged_tasks",
                   "max_relative_tf_gd_difference", "tf_max_consecutive_ratio"):
-            ctx.result(f"{key}.{k}_median", _med([r[k] for r in mine]))
+            ctx.result(f"{key}.{k}_median", median([r[k] for r in mine]))
         ctx.result(f"{key}.gd_final_over_first", float(g[-1, g_ok].mean() / g[0, g_ok].mean()))
         ctx.result(f"{key}.gd_fraction_of_tasks_decreasing", float((g[-1] < g[0]).double().mean()))
         ctx.report(f"lambda = {lam:g}: {REPEATS} dampened applications of the trained layer lower the loss and "
@@ -263,20 +267,23 @@ def dampening(ctx: ExperimentContext) -> None:
 def lstm_config(ctx: ExperimentContext, layers: int, bidirectional: bool) -> TrainConfig:
     """LSTMs of 32 units per direction, Adam 3e-3, batch 256 (CPU-sized choices: the source does not state
     its sizes), against one tuned GD step."""
-    n = 1500 if ctx.quick else 4000
+    n = size(ctx, Size(quick=1500, full=4000, smoke=4))
     name = f"{'bi' if bidirectional else ''}lstm-{layers}"
+    ev = {"every": max(n // 20, 1), "n_tasks": size(ctx, LSTM_CURVE_TASKS), "reference": "gd",
+          "reference_steps": 1, "alignment_tasks": size(ctx, LSTM_CURVE_ALIGN_TASKS)}
+    if ctx.mode == "smoke":
+        ev["n_tune"] = 256
     return build_config({
         "name": name, "model": {"kind": "lstm", "n_layers": layers, "bidirectional": bidirectional, "hidden": 32},
         "optim": {"lr": 3e-3}, "steps": n, "batch_size": 256, "seeds": ctx.seeds, "checkpoint_every": 250,
-        "eval": {"every": max(n // 20, 1), "n_tasks": 1024 if ctx.quick else 2048, "reference": "gd",
-                 "reference_steps": 1, "alignment_tasks": 256 if ctx.quick else 512}})
+        "eval": ev})
 
 
 def _relative_curve(res) -> tuple[list[int], np.ndarray]:
     """(steps, seeds x steps) of a run's held-out loss over the tuned one-step GD loss on the same tasks
     (each run draws its own held-out tasks)."""
-    steps, ys = _curves(res, "eval_loss")
-    return steps, ys / _curves(res, "reference_loss")[1]
+    steps, ys = curves(res, "eval_loss")
+    return steps, ys / curves(res, "reference_loss")[1]
 
 
 def lstm_depths(quick: bool) -> list[int]:
@@ -289,8 +296,8 @@ def lstm(ctx: ExperimentContext) -> None:
     lsa = one_layer_run(ctx)
     task = lsa.config.task
     ev = eval_tasks(ctx, task)
-    n_align = 1024 if ctx.quick else 2048
-    gd = tune_gd(tune_tasks(task), 1)
+    n_align = size(ctx, LSTM_ALIGN_TASKS)
+    gd = tune_gd(tune_tasks(ctx, task), 1)
     gd_loss, zero_loss = evaluate(gd, ev).mean, evaluate(ZeroPredictor(), ev).mean
     models: dict[str, Any] = {"lsa-1": lsa}
     for bi in (False, True):
@@ -307,7 +314,7 @@ def lstm(ctx: ExperimentContext) -> None:
                         "sensitivity_cosine": al["sensitivity_cosine"].mean,
                         "sensitivity_l2": al["sensitivity_l2"].mean})
         rows += per
-        med[name] = {k: _med([r[k] for r in per]) for k in ("loss", "prediction_difference", "sensitivity_cosine")}
+        med[name] = {k: median([r[k] for r in per]) for k in ("loss", "prediction_difference", "sensitivity_cosine")}
         for k, v in med[name].items():
             ctx.result(f"{name}.{k}_median", v)
     ks = lstm_depths(ctx.quick)
@@ -382,7 +389,7 @@ def scaling(ctx: ExperimentContext) -> None:
     layers (the oswald-depth models) vs GD and GD++ with as many steps, tuned on separate tasks."""
     rows = []
     base = LinearRegression()
-    ev10, tune10 = eval_tasks(ctx, base), tune_tasks(base)
+    ev10, tune10 = eval_tasks(ctx, base), tune_tasks(ctx, base)
     run10 = context_run(ctx, 10)
     tf10 = seed_learners(run10)
     gd10 = tune_gd(tune10, 1)
@@ -395,12 +402,12 @@ def scaling(ctx: ExperimentContext) -> None:
         else:
             task = base.model_copy(update={"n_context": n})
             ev = eval_tasks(ctx, task)
-            gd = tune_gd(tune_tasks(task), 1)
+            gd = tune_gd(tune_tasks(ctx, task), 1)
             res = context_run(ctx, n)
             losses = [evaluate(lr, ev).mean for lr in seed_learners(res)]
             cross = [evaluate(lr, ev).mean for lr in tf10]
-        rec = {"tf_loss": _med(losses), "gd_loss": evaluate(gd, ev).mean, "gd_eta": gd.etas[0],
-               "tf10_loss": _med(cross), "gd10_loss": evaluate(gd10, ev).mean,
+        rec = {"tf_loss": median(losses), "gd_loss": evaluate(gd, ev).mean, "gd_eta": gd.etas[0],
+               "tf10_loss": median(cross), "gd10_loss": evaluate(gd10, ev).mean,
                "zero_loss": evaluate(ZeroPredictor(), ev).mean}
         by_n[n] = rec
         rows += [{"study": "context", "n_context": n, "seed": s, "tf_loss": lo, "tf_trained_at_10_loss": c}
@@ -427,7 +434,7 @@ def scaling(ctx: ExperimentContext) -> None:
             losses = [evaluate(lr, ev10).mean for lr in seed_learners(res)]
             gd = tune_gd(tune10, k)
         gdpp = tune_gdpp(tune10, k) if k > 1 else gd
-        by_k[k] = {"tf_loss": _med(losses), "gd_loss": evaluate(gd, ev10).mean,
+        by_k[k] = {"tf_loss": median(losses), "gd_loss": evaluate(gd, ev10).mean,
                    "gdpp_loss": evaluate(gdpp, ev10).mean}
         rows += [{"study": "depth", "layers": k, "seed": s, "tf_loss": lo} | {
             kk: v for kk, v in by_k[k].items() if kk != "tf_loss"} for s, lo in zip(res.config.seeds, losses)]

@@ -15,7 +15,16 @@ import torch
 from torch import Tensor
 
 from icgd.episodes import Episodes, make_generator
-from icgd.experiments.oswald import _curves, _med, seed_learners
+from icgd.experiments.common import (
+    CURVE_TASKS,
+    Size,
+    curves,
+    eval_tasks,
+    median,
+    seed_learners,
+    size,
+    tune_tasks,
+)
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.explicit import ZeroPredictor
 from icgd.learners.tuning import tune_gd
@@ -27,18 +36,25 @@ from icgd.train.config import TrainConfig, build_config
 from icgd.train.engine import TrainResult
 
 EVAL_SEED = 20_231_100
+#: held-out tasks on the 201-point grid of the sine study's figures and distances
+GRID_TASKS = Size(quick=256, full=256, smoke=16)
+SINE_ALIGN_TASKS = Size(quick=1024, full=1024)
+#: the copying study: probe tasks of the token gradients, held-out tasks behind its curves
+COPY_PROBE_TASKS = Size(quick=16, full=32, smoke=4)
+COPY_CURVE_TASKS = Size(quick=1024, full=4096)
+COPY_CURVE_ALIGN_TASKS = Size(quick=256, full=256, smoke=16)
 GRID = torch.linspace(-5, 5, 201, dtype=torch.float64)
 
 
 # ---------------------------------------------------------------------------------------- sine waves
 def sine_config(ctx: ExperimentContext, control: bool) -> TrainConfig:
     """SPEC 2 model and control; batch 256 (a CPU-sized choice: the paper does not state its batch)."""
-    n = 2500 if ctx.quick else 10_000
+    n = size(ctx, Size(quick=2500, full=10_000, smoke=4))
     return build_config({
         "name": "sine-gd" if control else "sine-lsa", "task": {"kind": "sine"},
         "model": {"kind": "mlp_lsa", "gd_control": control}, "optim": {"lr": 1e-3}, "steps": n,
         "batch_size": 256, "seeds": ctx.seeds, "checkpoint_every": 500,
-        "eval": {"every": max(n // 40, 1), "n_tasks": 2048 if ctx.quick else 4096, "reference": "zero"}})
+        "eval": {"every": max(n // 40, 1), "n_tasks": size(ctx, CURVE_TASKS), "reference": "zero"}})
 
 
 def _rms(x: Tensor) -> float:
@@ -51,15 +67,15 @@ def sine(ctx: ExperimentContext) -> None:
     tf_run = ctx.train("sine-lsa", sine_config(ctx, False))
     gd_run = ctx.train("sine-gd", sine_config(ctx, True))
     task = SineRegression()
-    ev = task.sample(4096 if ctx.quick else 10_000, make_generator(EVAL_SEED), dtype=torch.float64)
-    on_grid = task.sample(256, make_generator(EVAL_SEED + 1), dtype=torch.float64, query_x=GRID)
+    ev = eval_tasks(ctx, task, EVAL_SEED)
+    on_grid = task.sample(size(ctx, GRID_TASKS), make_generator(EVAL_SEED + 1), dtype=torch.float64, query_x=GRID)
     scale = _rms(on_grid.query_y)
     rows = []
     for s, tf, gd in zip(ctx.seeds, seed_learners(tf_run), seed_learners(gd_run)):
         with torch.no_grad():
             f0_tf, f0_gd = tf.initial_prediction(on_grid), gd.initial_prediction(on_grid)
             f1_tf, f1_gd = tf.predict(on_grid), gd.predict(on_grid)
-        al = alignment(tf, gd, ev[:1024])
+        al = alignment(tf, gd, ev[:size(ctx, SINE_ALIGN_TASKS)])
         rows.append({
             "seed": s, "tf_loss": evaluate(tf, ev).mean, "gd_loss": evaluate(gd, ev).mean,
             "tf_initial_loss": _initial_loss(tf, ev), "gd_initial_loss": _initial_loss(gd, ev),
@@ -74,13 +90,13 @@ def sine(ctx: ExperimentContext) -> None:
     zero = evaluate(ZeroPredictor(), ev).mean
     for key in ("tf_loss", "gd_loss", "initial_function_distance", "final_function_distance",
                 "prediction_difference", "sensitivity_cosine"):
-        ctx.result(f"{key}_median", _med([r[key] for r in rows]))
+        ctx.result(f"{key}_median", median([r[key] for r in rows]))
     ctx.result("loss_ratio_max", max(max(r["tf_loss"] / r["gd_loss"], r["gd_loss"] / r["tf_loss"]) for r in rows))
-    ctx.result("loss_ratio_median", _med([max(r["tf_loss"] / r["gd_loss"], r["gd_loss"] / r["tf_loss"])
+    ctx.result("loss_ratio_median", median([max(r["tf_loss"] / r["gd_loss"], r["gd_loss"] / r["tf_loss"])
                                           for r in rows]))
     ctx.result("zero_loss", zero)
     _sine_figures(ctx, tf_run, gd_run, on_grid)
-    med = {k: _med([r[k] for r in rows]) for k in rows[0] if k != "seed"}
+    med = {k: median([r[k] for r in rows]) for k in rows[0] if k != "seed"}
     ctx.report("TF and the GD-on-MLP-features control reach similar loss (Fig. 4)",
                f"loss TF {med['tf_loss']:.4f}, control {med['gd_loss']:.4f} (zero predictor {zero:.3f}); "
                f"median over seeds {ctx.seeds}")
@@ -107,7 +123,7 @@ def _sine_figures(ctx: ExperimentContext, tf_run: TrainResult, gd_run: TrainResu
     tf, gd = seed_learners(tf_run)[0], seed_learners(gd_run)[0]
     fig, axes = subplots(4, width=3.6, height=3.0)
     for run, name, color in ((tf_run, "TF (MLP + LSA)", COLORS["tf"]), (gd_run, "MLP + GD step", COLORS["gd"])):
-        steps, ys = _curves(run, "eval_loss")
+        steps, ys = curves(run, "eval_loss")
         band(axes[0], steps, ys, name, color)
     axes[0].set_yscale("log")
     label_axes(axes[:1], ["held-out loss"], ["loss (0.5 MSE)"])
@@ -157,8 +173,9 @@ def copy_config(ctx: ExperimentContext, first: str, n_steps: int) -> TrainConfig
         "name": f"copy-{first}", "task": {"dx": 10, "n_context": 10},
         "model": {"n_layers": 2, "kernels": [first, "linear"], "tokens": "interleaved", "query_in_keys": True},
         "optim": {"lr": 1e-3}, "steps": n_steps, "batch_size": 512, "seeds": ctx.seeds, "checkpoint_every": 500,
-        "eval": {"every": max(n_steps // 40, 1), "n_tasks": 1024 if ctx.quick else 4096, "reference": "gd",
-                 "reference_steps": 1, "alignment_tasks": 256}})
+        "eval": {"every": max(n_steps // 40, 1), "n_tasks": size(ctx, COPY_CURVE_TASKS), "reference": "gd",
+                 "reference_steps": 1, "alignment_tasks": size(ctx, COPY_CURVE_ALIGN_TASKS)}
+        | ({"n_tune": 256} if ctx.mode == "smoke" else {})})
 
 
 def token_gradients(learner: Any, ep: Episodes) -> dict[str, float]:
@@ -195,13 +212,14 @@ def _first_crossing(steps: list[int], values: list[float], level: float, below: 
           "does GD; first-layer token gradients over training; linear first layer as control (Fig. 5)",
           "source 000, sec. 4, Fig. 5, Prop. 3, A.5", quick_minutes=5.0, full_minutes=25.0)
 def copy(ctx: ExperimentContext) -> None:
-    n_steps = 3000 if ctx.quick else 12_000
+    n_steps = size(ctx, Size(quick=3000, full=12_000, smoke=4))
     task = LinearRegression(dx=10, n_context=10)
-    probe = task.sample(16 if ctx.quick else 32, make_generator(EVAL_SEED + 2), dtype=torch.float64)
-    ev = task.sample(4096 if ctx.quick else 10_000, make_generator(EVAL_SEED + 3), dtype=torch.float64)
-    gd = tune_gd(task.sample(10_000, make_generator(EVAL_SEED + 4), dtype=torch.float64), 1)
+    probe = task.sample(size(ctx, COPY_PROBE_TASKS), make_generator(EVAL_SEED + 2), dtype=torch.float64)
+    ev = eval_tasks(ctx, task, EVAL_SEED + 3)
+    tune = tune_tasks(ctx, task, EVAL_SEED + 4)
+    gd = tune_gd(tune, 1)
     gd_loss = evaluate(gd, ev).mean
-    gd2_loss = evaluate(tune_gd(task.sample(10_000, make_generator(EVAL_SEED + 4), dtype=torch.float64), 2), ev).mean
+    gd2_loss = evaluate(tune_gd(tune, 2), ev).mean
     zero = evaluate(ZeroPredictor(), ev).mean
     fig, axes = subplots(3, width=3.9, height=3.1)
     rows, summary = [], {}
@@ -217,7 +235,7 @@ def copy(ctx: ExperimentContext) -> None:
 
         res, track = ctx.train_tracked(f"copy-{first}", cfg, max(n_steps // 30, 1), measure)
         steps = [r["step"] for r in track]
-        loss_steps, losses = _curves(res, "eval_loss")
+        loss_steps, losses = curves(res, "eval_loss")
         band(axes[0], loss_steps, losses, f"{first} first layer", color, per_seed=True)
         for k, style in (("neighbour", "-"), ("others", ":"), ("self", "--")):
             ys = np.array([[r[f"seed{s}.{k}"] for r in track] for s in ctx.seeds])
@@ -239,15 +257,15 @@ def copy(ctx: ExperimentContext) -> None:
             rows.append(row)
             per_seed.append(row)
         summary[first] = per_seed
-        ctx.result(f"{first}.loss_over_gd1_median", _med([r["loss_over_gd1"] for r in per_seed]))
+        ctx.result(f"{first}.loss_over_gd1_median", median([r["loss_over_gd1"] for r in per_seed]))
         ctx.result(f"{first}.neighbour_over_others_final_median",
-                   _med([r["neighbour_grad_final"] / r["others_grad_final"] for r in per_seed]))
+                   median([r["neighbour_grad_final"] / r["others_grad_final"] for r in per_seed]))
         learnt = [r for r in per_seed if r["loss_over_gd1"] < 1.05]
         ctx.result(f"{first}.seeds_reaching_gd1", len(learnt))
         if first == "softmax":
             ratios = [r["neighbour_grad_halfway_step"] / r["loss_halfway_step"] for r in per_seed
                       if r["loss_halfway_step"] <= n_steps]
-            ctx.result("softmax.grad_before_loss_ratio_median", _med(ratios) if ratios else float("nan"))
+            ctx.result("softmax.grad_before_loss_ratio_median", median(ratios) if ratios else float("nan"))
     for ax in axes:
         ax.set_xlabel("training step")
     axes[0].axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="1 step of GD")
@@ -268,15 +286,15 @@ def copy(ctx: ExperimentContext) -> None:
     ctx.result("zero_loss", zero)
     sm, li = summary["softmax"], summary["linear"]
     ctx.report("the softmax-then-linear model matches one step of GD (not two)",
-               f"loss / 1-step GD: median {_med([r['loss_over_gd1'] for r in sm]):.3f} "
+               f"loss / 1-step GD: median {median([r['loss_over_gd1'] for r in sm]):.3f} "
                f"(1-step GD {gd_loss:.4f}, 2-step GD {gd2_loss:.4f}, zero {zero:.4f}); "
                f"{sum(r['loss_over_gd1'] < 1.05 for r in sm)} of {len(sm)} seeds within 5%")
     ctx.report("before the loss drops, token t depends on its neighbour t + 1, not on others",
                f"final |d out_t/d in_t+1| / |d out_t/d in_other| median "
-               f"{_med([r['neighbour_grad_final'] / r['others_grad_final'] for r in sm]):.1f}; halfway steps "
+               f"{median([r['neighbour_grad_final'] / r['others_grad_final'] for r in sm]):.1f}; halfway steps "
                f"(gradient, loss) per seed: {[(r['neighbour_grad_halfway_step'], r['loss_halfway_step']) for r in sm]}")
     ctx.report("a linear first layer could not be trained",
-               f"loss / 1-step GD with a linear first layer: median {_med([r['loss_over_gd1'] for r in li]):.3f}")
+               f"loss / 1-step GD with a linear first layer: median {median([r['loss_over_gd1'] for r in li]):.3f}")
     ctx.note(f"Set-up: Dx = N = 10, interleaved tokens [x or 0; y or 0; one-hot position] (T = 21, D = 32), every "
              f"token a key, batch 512, Adam 1e-3, {n_steps} steps, seeds {ctx.seeds}. Gradients: mean Frobenius "
              f"norm of d(layer-1 output of x-token t)/d(input token s) over {probe.batch_size} probe tasks.")

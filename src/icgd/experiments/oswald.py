@@ -12,109 +12,45 @@ from typing import Any
 import numpy as np
 import torch
 
-from icgd.constructions import gd_weights
-from icgd.episodes import Episodes, make_generator
+from icgd.episodes import Episodes
+from icgd.experiments.common import (
+    ALIGN_TASKS,
+    EVAL_SEED,
+    Size,
+    curve_tasks,
+    curves,
+    eval_tasks,
+    median,
+    one_layer_run,
+    seed_learners,
+    size,
+    train_config,
+    tune_tasks,
+)
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.transformer import TransformerLearner
 from icgd.learners.tuning import tune_gd, tune_gdpp
-from icgd.metrics import alignment, evaluate, query_loss
-from icgd.nn.attention import AttentionConfig
-from icgd.nn.stack import Stack, StackConfig
+from icgd.metrics import alignment, evaluate
 from icgd.plots import COLORS, band, heatmap, label_axes, subplots
-from icgd.tasks.linear import LinearRegression
-from icgd.train.config import TrainConfig, build_config
+from icgd.readoff import (
+    divergence_cap,
+    gamma_of,
+    gd_products,
+    gd_repeat_losses,
+    products,
+    rescaled,
+    stack_from_products,
+    tf_repeat_losses,
+)
 from icgd.train.engine import TrainResult
 
-EVAL_SEED = 20_231_000
-TUNE_SEED = 20_231_001
-
-
-# ------------------------------------------------------------------------------------------- helpers
-def train_config(ctx: ExperimentContext, name: str, model: dict[str, Any], steps: tuple[int, int],
-                 lr: float = 1e-3, input_range: float = 1.0, reference: str = "gd", **extra: Any) -> TrainConfig:
-    """The SPEC 1 training set-up; steps = (quick, full)."""
-    n = steps[0] if ctx.quick else steps[1]
-    raw = {"name": name, "task": {"input_range": input_range}, "model": model, "optim": {"lr": lr},
-           "steps": n, "seeds": ctx.seeds, "checkpoint_every": 500,
-           "eval": {"every": max(n // 40, 1), "n_tasks": 2048 if ctx.quick else 4096, "reference": reference,
-                    "alignment_tasks": 512 if ctx.quick else 1024}} | extra
-    return build_config(raw)
-
-
-def eval_tasks(ctx: ExperimentContext, task: LinearRegression, seed: int = EVAL_SEED) -> Episodes:
-    return task.sample(4096 if ctx.quick else 10_000, make_generator(seed), dtype=torch.float64)
-
-
-def tune_tasks(task: LinearRegression) -> Episodes:
-    return task.sample(10_000, make_generator(TUNE_SEED), dtype=torch.float64)
-
-
-def curve_tasks(res: TrainResult) -> Episodes:
-    """The held-out tasks behind a training run's curves (metrics.csv), for reference lines drawn on them."""
-    c = res.config
-    return c.task.sample(c.eval.n_tasks, make_generator(c.eval.seed), dtype=torch.float64)
-
-
-def seed_learners(res: TrainResult) -> list[Any]:
-    """Every seed's trained model, in float64 on the CPU."""
-    return [res.learner(s).to("cpu", torch.float64) for s in res.config.seeds]
-
-
-def products(stack: Stack, block: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """(W_KQ = sum_h W_K^T W_Q, W_PV = sum_h P W_V) of a one-head block, (D, D) each."""
-    a = stack.layers[block].attn
-    return ((a.w_k.transpose(-1, -2) @ a.w_q).sum(0).detach(), (a.w_o @ a.w_v).sum(0).detach())
-
-
-def stack_from_products(kq: torch.Tensor, pv: torch.Tensor, n_layers: int = 1, recurrent: bool = False,
-                        dampening: float = 1.0) -> Stack:
-    """A one-head LSA whose products W_K^T W_Q and P W_V are `kq` and `pv` (W_K = P = I)."""
-    d = kq.shape[0]
-    cfg = StackConfig(attention=AttentionConfig(d_model=d), n_layers=n_layers, recurrent=recurrent,
-                      dampening=dampening)
-    st = Stack(cfg, dtype=torch.float64)
-    eye = torch.eye(d, dtype=torch.float64)[None]
-    with torch.no_grad():
-        for blk in st.layers:
-            blk.attn.w_q.copy_(kq[None])
-            blk.attn.w_k.copy_(eye)
-            blk.attn.w_v.copy_(pv[None])
-            blk.attn.w_o.copy_(eye)
-    return st
-
-
-def rescaled(kq: torch.Tensor, pv: torch.Tensor, dx: int) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """(W_KQ / beta, W_PV * beta, beta), beta the mean of the first Dx diagonal entries of W_KQ (A.3)."""
-    beta = float(torch.diagonal(kq)[:dx].mean())
-    return kq / beta, pv * beta, beta
-
-
-def gd_products(dx: int, dy: int, eta: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    w = gd_weights(dx, dy, eta, n)
-    return (w["w_k"][0].T @ w["w_q"][0], w["w_o"][0] @ w["w_v"][0])
-
-
-def _curves(res: TrainResult, key: str) -> tuple[list[int], np.ndarray]:
-    """(steps, seeds x steps) of metric `key` from a run's metrics.csv."""
-    from icgd.train.rundir import RunDir
-
-    rows = RunDir(res.run_dir).read_metrics()
-    steps = sorted({r["step"] for r in rows})
-    ys = np.array([[next(r[key] for r in rows if r["step"] == st and r["seed"] == s) for st in steps]
-                   for s in res.config.seeds], dtype=float)
-    return steps, ys
-
-
-def _med(x: list[float]) -> float:
-    return float(np.median(np.asarray(x, dtype=float)))
+#: held-out tasks of each out-of-distribution point
+OOD_TASKS = Size(quick=2048, full=10_000)
+#: held-out tasks of the curvature study (eigenvalues only: cheap)
+CURVATURE_TASKS = Size(quick=10_000, full=10_000)
 
 
 # ---------------------------------------------------------------------------- one layer vs one step
-def one_layer_run(ctx: ExperimentContext, input_range: float = 1.0) -> TrainResult:
-    return ctx.train(f"lsa1-a{input_range:g}", train_config(ctx, f"lsa1-a{input_range:g}", {"n_layers": 1},
-                                                           (1500, 5000), input_range=input_range))
-
-
 @register("oswald-1layer", "one trained LSA layer vs one step of GD: curves, alignment, weights (Fig. 2, 9)",
           "source 000, sec. 3, Fig. 2 left, Fig. 9", quick_minutes=1.0, full_minutes=3.0)
 def one_layer(ctx: ExperimentContext) -> None:
@@ -124,13 +60,13 @@ def one_layer(ctx: ExperimentContext) -> None:
         res = one_layer_run(ctx, a)
         task = res.config.task
         ev = eval_tasks(ctx, task)
-        gd = tune_gd(tune_tasks(task), 1)
+        gd = tune_gd(tune_tasks(ctx, task), 1)
         gd_loss = evaluate(gd, ev).mean
         tag = f"a{a:g}"
         gaps, coss, pds, kq_errs, pv_errs = [], [], [], [], []
         for s, learner in zip(res.config.seeds, seed_learners(res)):
             loss = evaluate(learner, ev).mean
-            al = alignment(learner, gd, ev[:2048])
+            al = alignment(learner, gd, ev[:size(ctx, ALIGN_TASKS)])
             kq, pv = products(learner.model)
             kq_r, pv_r, beta = rescaled(kq, pv, task.dx)
             kq_gd, pv_gd = gd_products(task.dx, task.dy, gd.etas[0], task.n_context)
@@ -146,11 +82,11 @@ def one_layer(ctx: ExperimentContext) -> None:
                          "sensitivity_cosine": coss[-1], "sensitivity_l2": al["sensitivity_l2"].mean,
                          "beta": beta, "kq_relative_error": kq_err, "pv_y_relative_error": pv_err})
         ctx.result(f"{tag}.relative_gap_max", max(gaps))
-        ctx.result(f"{tag}.relative_gap_median", _med(gaps))
+        ctx.result(f"{tag}.relative_gap_median", median(gaps))
         ctx.result(f"{tag}.sensitivity_cosine_min", min(coss))
         ctx.result(f"{tag}.prediction_difference_max", max(pds))
-        ctx.result(f"{tag}.kq_relative_error_median", _med(kq_errs))
-        ctx.result(f"{tag}.pv_relative_error_median", _med(pv_errs))
+        ctx.result(f"{tag}.kq_relative_error_median", median(kq_errs))
+        ctx.result(f"{tag}.pv_relative_error_median", median(pv_errs))
         ctx.result(f"{tag}.gd_loss", gd_loss)
         ctx.result(f"{tag}.gd_eta", gd.etas[0])
         ctx.report(f"x ~ U(-{a:g}, {a:g}): trained LSA loss equals one tuned GD step (Fig. 2)",
@@ -159,13 +95,13 @@ def one_layer(ctx: ExperimentContext) -> None:
         ctx.report("sensitivity cosine near 1, prediction difference near 0 (Fig. 2)",
                    f"cosine {min(coss):.4f} to {max(coss):.4f}; prediction difference {min(pds):.4f} to {max(pds):.4f}")
         ctx.report("rescaled trained W_K^T W_Q and P W_V match the construction (Fig. 9)",
-                   f"relative error (median over seeds) W_KQ {_med(kq_errs):.3f}, y-row of W_PV {_med(pv_errs):.3f}")
-        steps, tf = _curves(res, "eval_loss")
+                   f"relative error (median over seeds) W_KQ {median(kq_errs):.3f}, y-row of W_PV {median(pv_errs):.3f}")
+        steps, tf = curves(res, "eval_loss")
         band(axes[0], steps, tf, f"TF, a={a:g}", COLORS["tf"], linestyle=style)
-        _, ref = _curves(res, "reference_loss")  # GD on the same held-out tasks as the curve
+        _, ref = curves(res, "reference_loss")  # GD on the same held-out tasks as the curve
         axes[0].plot(steps, ref[0], color=COLORS["gd"], linestyle=style, label=f"GD, a={a:g}")
         for ax, key in zip(axes[1:], ("prediction_difference", "sensitivity_cosine", "sensitivity_l2")):
-            steps, ys = _curves(res, key)
+            steps, ys = curves(res, key)
             band(ax, steps, ys, f"a={a:g}", COLORS["tf"], linestyle=style)
         if a == 1.0:
             learner = seed_learners(res)[0]
@@ -196,7 +132,7 @@ def interpolation(ctx: ExperimentContext) -> None:
     res = one_layer_run(ctx)
     task = res.config.task
     ev = eval_tasks(ctx, task)
-    gd = tune_gd(tune_tasks(task), 1)
+    gd = tune_gd(tune_tasks(ctx, task), 1)
     gd_loss = evaluate(gd, ev).mean
     kq_gd, pv_gd = gd_products(task.dx, task.dy, gd.etas[0], task.n_context)
     alphas = np.linspace(0, 1, 11)
@@ -241,7 +177,7 @@ OOD_ALPHAS = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
 def ood(ctx: ExperimentContext) -> None:
     res = one_layer_run(ctx)
     task = res.config.task
-    gd = tune_gd(tune_tasks(task), 1)
+    gd = tune_gd(tune_tasks(ctx, task), 1)
     kq_gd, pv_gd = gd_products(task.dx, task.dy, gd.etas[0], task.n_context)
     learners = seed_learners(res)
     interp = []
@@ -253,8 +189,7 @@ def ood(ctx: ExperimentContext) -> None:
     for ax, (fam, make) in zip(axes, OOD_FAMILIES.items()):
         tf_l, in_l, gd_l = [], [], []
         for i, a in enumerate(OOD_ALPHAS):
-            ev = make(task, a).sample(2048 if ctx.quick else 10_000, make_generator(EVAL_SEED + i),
-                                      dtype=torch.float64)
+            ev = eval_tasks(ctx, make(task, a), EVAL_SEED + i, OOD_TASKS)
             g = evaluate(gd, ev).mean
             t = [evaluate(lr, ev).mean for lr in learners]
             m = [evaluate(lr, ev).mean for lr in interp]
@@ -287,12 +222,6 @@ LAMBDAS = [0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0]
 REPEATS = 50
 
 
-def divergence_cap(ep: Episodes) -> float:
-    """A task's loss has diverged when it is not finite or above this: 1000 times the zero predictor's mean
-    loss on `ep`."""
-    return 1000 * float(0.5 * (ep.query_y ** 2).sum(-1).mean())
-
-
 def _step_losses(per_task: torch.Tensor, ep: Episodes) -> tuple[float, float, int]:
     """(mean over all tasks, inf if any diverged; mean over the other tasks; number of diverged tasks),
     diverged as `divergence_cap` says."""
@@ -302,36 +231,12 @@ def _step_losses(per_task: torch.Tensor, ep: Episodes) -> tuple[float, float, in
     return (finite if n_bad == 0 else float("inf")), finite, n_bad
 
 
-def tf_repeat_losses(kq: torch.Tensor, pv: torch.Tensor, lam: float, ev: Episodes,
-                     repeats: int = REPEATS) -> torch.Tensor:
-    """Per-task loss (repeats, B) after each of `repeats` applications of the layer with products
-    (kq, pv), dampened by lam: E <- E + lam * LSA(E)."""
-    st = stack_from_products(kq, pv, n_layers=repeats, recurrent=True, dampening=lam)
-    cache: dict[str, torch.Tensor] = {}
-    with torch.no_grad():
-        TransformerLearner(st).predict(ev, cache)
-    n, dx = ev.n_context, ev.dx
-    return torch.stack([query_loss(-cache[f"layers.{t}.resid_post"][:, n:, dx:], ev.query_y)
-                        for t in range(repeats)])
-
-
-def gd_repeat_losses(eta: float, ev: Episodes, repeats: int = REPEATS) -> torch.Tensor:
-    """Per-task loss (repeats, B) after each of `repeats` GD steps with learning rate eta from W0 = 0."""
-    x, y = ev.context_x, ev.context_y
-    w = x.new_zeros(ev.batch_size, ev.dy, ev.dx)
-    out = []
-    for _ in range(repeats):
-        w = w - eta * (w @ x.transpose(1, 2) - y.transpose(1, 2)) @ x / ev.n_context
-        out.append(query_loss(ev.query_x @ w.transpose(1, 2), ev.query_y))
-    return torch.stack(out)
-
-
 def _tf_curve(kq: torch.Tensor, pv: torch.Tensor, lam: float, ev: Episodes) -> list[tuple[float, float, int]]:
-    return [_step_losses(lt, ev) for lt in tf_repeat_losses(kq, pv, lam, ev)]
+    return [_step_losses(lt, ev) for lt in tf_repeat_losses(kq, pv, lam, ev, REPEATS)]
 
 
 def _gd_curve(eta: float, ev: Episodes) -> list[tuple[float, float, int]]:
-    return [_step_losses(lt, ev) for lt in gd_repeat_losses(eta, ev)]
+    return [_step_losses(lt, ev) for lt in gd_repeat_losses(eta, ev, REPEATS)]
 
 
 @register("oswald-repeat", "the trained layer and GD applied 50 times with dampening lambda (Fig. 1, 10)",
@@ -342,7 +247,7 @@ def repeat(ctx: ExperimentContext) -> None:
     res = one_layer_run(ctx)
     task = res.config.task
     ev = eval_tasks(ctx, task)
-    gd = tune_gd(tune_tasks(task), 1)
+    gd = tune_gd(tune_tasks(ctx, task), 1)
     prods = [products(lr.model) for lr in seed_learners(res)]
     rows, tf_by, gd_by = [], {}, {}
     for lam in LAMBDAS:
@@ -400,18 +305,18 @@ def repeat(ctx: ExperimentContext) -> None:
 
 # --------------------------------------------------------------------------------------- deep stacks
 def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes, tag: str) -> dict[str, Any]:
-    tune = tune_tasks(res.config.task)
+    tune = tune_tasks(ctx, res.config.task)
     gd, gdpp = tune_gd(tune, steps), tune_gdpp(tune, steps)
     gd_loss, gdpp_loss = evaluate(gd, ev).mean, evaluate(gdpp, ev).mean
     rows = []
     for s, lr in zip(res.config.seeds, seed_learners(res)):
-        a_gd, a_pp = alignment(lr, gd, ev[:2048]), alignment(lr, gdpp, ev[:2048])
+        a_gd, a_pp = alignment(lr, gd, ev[:size(ctx, ALIGN_TASKS)]), alignment(lr, gdpp, ev[:size(ctx, ALIGN_TASKS)])
         rows.append({"model": tag, "seed": s, "tf_loss": evaluate(lr, ev).mean, "gd_loss": gd_loss,
                      "gdpp_loss": gdpp_loss, "pd_gd": a_gd["prediction_difference"].mean,
                      "pd_gdpp": a_pp["prediction_difference"].mean, "cos_gd": a_gd["sensitivity_cosine"].mean,
                      "cos_gdpp": a_pp["sensitivity_cosine"].mean})
     for k in ("tf_loss", "pd_gd", "pd_gdpp", "cos_gd", "cos_gdpp"):
-        ctx.result(f"{tag}.{k}_median", _med([r[k] for r in rows]))
+        ctx.result(f"{tag}.{k}_median", median([r[k] for r in rows]))
     ctx.result(f"{tag}.gd_loss", gd_loss)
     ctx.result(f"{tag}.gdpp_loss", gdpp_loss)
     ctx.result(f"{tag}.gdpp", gdpp.describe())
@@ -441,10 +346,10 @@ def deep(ctx: ExperimentContext) -> None:
                f"{r['five.pd_gdpp_median']:.3f}")
     fig, axes = subplots(3)
     for res, tag, color in ((rec, "recurrent 2-layer", COLORS["tf"]), (five, "5-layer", COLORS["other"])):
-        steps, ys = _curves(res, "eval_loss")
+        steps, ys = curves(res, "eval_loss")
         band(axes[0], steps, ys, tag, color, per_seed=True)
         for ax, key in ((axes[1], "prediction_difference"), (axes[2], "sensitivity_cosine")):
-            steps, ys = _curves(res, key)
+            steps, ys = curves(res, key)
             band(ax, steps, ys, f"{tag} vs GD++", color, per_seed=True)
     on_curves = curve_tasks(rec)  # the same held-out tasks for both runs (same eval config)
     for learner, name, style in ((out_rec["gd"], "GD 2 steps", "--"), (out_rec["gdpp"], "GD++ 2 steps", ":"),
@@ -459,13 +364,6 @@ def deep(ctx: ExperimentContext) -> None:
 
 
 # ------------------------------------------------------------------------------------------ curvature
-def gamma_of(stack: Stack, dx: int) -> float:
-    """The GD++ gamma a trained one-head block implements: its x-update is about
-    W_PV[x, x] (X X^T) W_KQ[x, x] x = -gamma X X^T x, so gamma = -mean diag(W_PV[x,x]) * mean diag(W_KQ[x,x])."""
-    kq, pv = products(stack)
-    return float(-torch.diagonal(pv)[:dx].mean() * torch.diagonal(kq)[:dx].mean())
-
-
 @register("oswald-curvature", "GD++ curvature correction: Hessian eigenvalues and condition numbers across "
           "gamma, with gamma read off trained recurrent models (Fig. 13)", "source 000, A.10, Fig. 13",
           quick_minutes=4.0, full_minutes=10.0)
@@ -473,7 +371,7 @@ def curvature(ctx: ExperimentContext) -> None:
     rec = ctx.train("lsa2rec", train_config(ctx, "lsa2rec", {"n_layers": 2, "recurrent": True}, (4000, 10000),
                                             reference="gdpp"))
     task = rec.config.task
-    ev = task.sample(10_000, make_generator(EVAL_SEED), dtype=torch.float64)
+    ev = eval_tasks(ctx, task, n=CURVATURE_TASKS)
     lam = torch.linalg.eigvalsh(ev.context_x.transpose(1, 2) @ ev.context_x)  # (B, Dx), of X X^T
     lam = lam.clamp_min(1e-6)
     gammas = np.linspace(0.0, 0.2, 41)
@@ -482,7 +380,7 @@ def curvature(ctx: ExperimentContext) -> None:
         f = lam * (1 - g * lam) ** 2
         med.append(float((f.max(1).values / f.min(1).values.clamp_min(1e-12)).median()))
     tf_gammas = [gamma_of(lr.model, task.dx) for lr in seed_learners(rec)]
-    g_tf = _med(tf_gammas)
+    g_tf = median(tf_gammas)
     f_tf = lam * (1 - g_tf * lam) ** 2
     kappa0 = lam.max(1).values / lam.min(1).values
     kappa_tf = f_tf.max(1).values / f_tf.min(1).values.clamp_min(1e-12)
@@ -540,19 +438,19 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
         res = ctx.train(keys[name], train_config(ctx, keys[name], model, (2000, 8000)))
         task = res.config.task
         ev = eval_tasks(ctx, task)
-        gd = tune_gd(tune_tasks(task), 1)
+        gd = tune_gd(tune_tasks(ctx, task), 1)
         gd_loss = evaluate(gd, ev).mean
         losses, coss = [], []
         for s, lr in zip(res.config.seeds, seed_learners(res)):
             losses.append(evaluate(lr, ev).mean)
-            coss.append(alignment(lr, gd, ev[:2048])["sensitivity_cosine"].mean)
+            coss.append(alignment(lr, gd, ev[:size(ctx, ALIGN_TASKS)])["sensitivity_cosine"].mean)
             rows.append({"model": name, "seed": s, "loss": losses[-1], "gd_loss": gd_loss,
                          "loss_over_gd": losses[-1] / gd_loss, "sensitivity_cosine": coss[-1]})
-        ctx.result(f"{keys[name]}.loss_over_gd_median", _med([x / gd_loss for x in losses]))
-        ctx.result(f"{keys[name]}.cosine_median", _med(coss))
+        ctx.result(f"{keys[name]}.loss_over_gd_median", median([x / gd_loss for x in losses]))
+        ctx.result(f"{keys[name]}.cosine_median", median(coss))
         color = {"softmax1": COLORS["tf"], "softmax2": COLORS["other"], "layernorm": COLORS["interp"]}[keys[name]]
         for ax, key in ((axes[0], "eval_loss"), (axes[1], "sensitivity_cosine")):
-            steps, ys = _curves(res, key)
+            steps, ys = curves(res, key)
             band(ax, steps, ys, name, color, per_seed=True)
     r = ctx.results
     ctx.report("one softmax head cannot match GD; two heads nearly do (Fig. 11, 12)",
@@ -575,17 +473,19 @@ def _transition(steps: list[int], losses: np.ndarray, refs: np.ndarray) -> float
 
 
 @register("oswald-phase", "seed-dependent phase transitions of training, 1 vs 2 heads (Fig. 15)",
-          "source 000, A.11, Fig. 15", quick_minutes=1.5, full_minutes=4.0)
+          "source 000, A.11, Fig. 15", quick_minutes=1.5, full_minutes=4.0,
+          n_seeds={"smoke": 2, "quick": 4, "full": 8})
 def phase(ctx: ExperimentContext) -> None:
-    seeds = list(range(max(len(ctx.seeds), 4 if ctx.quick else 8)))
+    """Seeds: 4 (quick) or 8 (full) by default, as the paper's figure compares many seeds' transitions."""
+    seeds = ctx.seeds
     fig, axes = subplots(2, sharey=True)
     rows = []
     for ax, heads in zip(axes, (1, 2)):
         cfg = train_config(ctx, f"phase-h{heads}", {"n_layers": 1, "n_heads": heads}, (1500, 3000))
         cfg = cfg.model_copy(update={"seeds": seeds, "eval": cfg.eval.model_copy(update={"every": 25})})
         res = ctx.train(f"phase-h{heads}", cfg)
-        steps, ys = _curves(res, "eval_loss")
-        _, ref = _curves(res, "reference_loss")
+        steps, ys = curves(res, "eval_loss")
+        _, ref = curves(res, "reference_loss")
         trans = [_transition(steps, y, r) for y, r in zip(ys, ref)]
         for s, y, t in zip(seeds, ys, trans):
             ax.plot(steps, y, linewidth=1, label=f"seed {s}")
@@ -618,16 +518,16 @@ def fixed_data(ctx: ExperimentContext) -> None:
         res = ctx.train(f"fixed-{m}", cfg)
         task = res.config.task
         ev = eval_tasks(ctx, task) if ev is None else ev
-        gd = tune_gd(tune_tasks(task), 1)
+        gd = tune_gd(tune_tasks(ctx, task), 1)
         gd_loss = evaluate(gd, ev).mean
         losses = [evaluate(lr, ev).mean for lr in seed_learners(res)]
-        ratios[m] = _med([x / gd_loss for x in losses])
+        ratios[m] = median([x / gd_loss for x in losses])
         for s, x in zip(res.config.seeds, losses):
             rows.append({"train_set_size": m, "seed": s, "held_out_loss": x, "gd_loss": gd_loss,
                          "loss_over_gd": x / gd_loss})
-        steps, ys = _curves(res, "eval_loss")
+        steps, ys = curves(res, "eval_loss")
         band(axes[0], steps, ys, f"{m} tasks", None)
-        _, tr = _curves(res, "train_loss")
+        _, tr = curves(res, "train_loss")
         band(axes[1], steps, tr, f"{m} tasks", None)
         ctx.result(f"size_{m}.loss_over_gd_median", ratios[m])
     axes[0].axhline(evaluate(gd, curve_tasks(res)).mean, color=COLORS["gd"], linestyle="--", label="GD")
@@ -657,18 +557,18 @@ def depth(ctx: ExperimentContext) -> None:
         task = res.config.task
         ev = eval_tasks(ctx, task) if ev is None else ev
         if k not in refs:
-            tune = tune_tasks(task)
+            tune = tune_tasks(ctx, task)
             gd, gdpp = tune_gd(tune, k), tune_gdpp(tune, k)
             refs[k] = (evaluate(gd, ev).mean, evaluate(gdpp, ev).mean, gd, gdpp)
         gd_loss, gdpp_loss, gd, gdpp = refs[k]
         per = []
         for s, lr in zip(res.config.seeds, seed_learners(res)):
-            a_gd, a_pp = alignment(lr, gd, ev[:2048]), alignment(lr, gdpp, ev[:2048])
+            a_gd, a_pp = alignment(lr, gd, ev[:size(ctx, ALIGN_TASKS)]), alignment(lr, gdpp, ev[:size(ctx, ALIGN_TASKS)])
             per.append({"model": name, "depth": k, "seed": s, "tf_loss": evaluate(lr, ev).mean, "gd_loss": gd_loss,
                         "gdpp_loss": gdpp_loss, "pd_gd": a_gd["prediction_difference"].mean,
                         "pd_gdpp": a_pp["prediction_difference"].mean})
         rows += per
-        summary[name] = {key: _med([r[key] for r in per]) for key in ("tf_loss", "pd_gd", "pd_gdpp")}
+        summary[name] = {key: median([r[key] for r in per]) for key in ("tf_loss", "pd_gd", "pd_gdpp")}
         for key, v in summary[name].items():
             ctx.result(f"{name}.{key}_median", v)
         ctx.result(f"{name}.tf_over_gd", summary[name]["tf_loss"] / gd_loss)

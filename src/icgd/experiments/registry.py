@@ -12,10 +12,11 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import torch
 
+from icgd.seeds import check_seeds, study_seeds
 from icgd.train.checkpoint import load_checkpoint
 from icgd.train.config import TrainConfig, build_config, config_fingerprint
 from icgd.train.engine import TrainResult, train
@@ -30,17 +31,33 @@ class Experiment:
     quick_minutes: float
     full_minutes: float
     fn: Callable[["ExperimentContext"], None]
+    #: seeds the experiment needs at least, by mode (None: the study defaults of `icgd.seeds`); without
+    #: --seeds it runs with this many, and it refuses fewer
+    n_seeds: dict[str, int] | None = None
+
+    def seeds(self, mode: Mode, seeds: list[int] | None = None) -> list[int]:
+        """The seeds this experiment runs with: `seeds` (checked) or its default for `mode`."""
+        need = None if self.n_seeds is None else self.n_seeds[mode]
+        if seeds is None:
+            return study_seeds(mode, need)
+        seeds = check_seeds(seeds)
+        if need is not None and len(seeds) < need:
+            raise ValueError(f"experiment {self.name} needs at least {need} seeds in {mode} mode, got {len(seeds)} "
+                             f"({seeds}): pass --seeds {need} or more, or leave --seeds out")
+        return seeds
 
 
+Mode = Literal["smoke", "quick", "full"]
 _REGISTRY: dict[str, Experiment] = {}
 
 
-def register(name: str, description: str, source: str, quick_minutes: float, full_minutes: float):
-    """Decorator registering `fn(ctx)` as experiment `name`."""
+def register(name: str, description: str, source: str, quick_minutes: float, full_minutes: float,
+             n_seeds: dict[str, int] | None = None):
+    """Decorator registering `fn(ctx)` as experiment `name` (n_seeds: see `Experiment.n_seeds`)."""
     def deco(fn: Callable[["ExperimentContext"], None]) -> Callable[["ExperimentContext"], None]:
         if name in _REGISTRY:
             raise ValueError(f"experiment {name!r} registered twice")
-        _REGISTRY[name] = Experiment(name, description, source, quick_minutes, full_minutes, fn)
+        _REGISTRY[name] = Experiment(name, description, source, quick_minutes, full_minutes, fn, n_seeds)
         return fn
     return deco
 
@@ -68,14 +85,21 @@ class ExperimentContext:
 
     out: Path
     cache: Path
-    quick: bool = False
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    mode: Mode = "full"
+    seeds: list[int] = field(default_factory=lambda: study_seeds("quick"))
     device: str = "cpu"
     quiet: bool = True
     results: dict[str, Any] = field(default_factory=dict)
     report_lines: list[str] = field(default_factory=list)
 
+    @property
+    def quick(self) -> bool:
+        """Shortened run (quick or smoke mode)."""
+        return self.mode != "full"
+
     def __post_init__(self) -> None:
+        if self.mode not in ("smoke", "quick", "full"):
+            raise ValueError(f"mode must be smoke, quick or full, got {self.mode!r}")
         self.out.mkdir(parents=True, exist_ok=True)
         self.cache.mkdir(parents=True, exist_ok=True)
 
@@ -165,26 +189,29 @@ def load_run(run: str | Path) -> TrainResult:
     return TrainResult(rd.path, summary, config, params)
 
 
-def default_seeds(quick: bool) -> list[int]:
-    """Three seeds in quick mode, five in full: claims read the median seed, so one seed still on its
-    loss plateau (the seed-dependent phase transitions of source 000, Fig. 15) does not decide them."""
-    return [0, 1, 2] if quick else [0, 1, 2, 3, 4]
+def mode_of(quick: bool = False, smoke: bool = False) -> Mode:
+    return "smoke" if smoke else "quick" if quick else "full"
 
 
 def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, quick: bool = False,
-                   seeds: list[int] | None = None, device: str = "cpu", quiet: bool = True) -> dict[str, Any]:
-    """Run experiment `name` into `out`; returns its results (also in out/results.json)."""
+                   seeds: list[int] | None = None, device: str = "cpu", quiet: bool = True,
+                   smoke: bool = False) -> dict[str, Any]:
+    """Run experiment `name` into `out`; returns its results (also in out/results.json).
+
+    quick: shorter training and fewer tasks; smoke: a handful of steps and tasks (checks the pipeline only).
+    seeds: default the study's (`icgd.seeds`), or the experiment's own when it needs more."""
     exp = get_experiment(name)
+    mode = mode_of(quick, smoke)
     out = Path(out)
-    ctx = ExperimentContext(out, Path(cache) if cache else out.parent / "_train", quick,
-                            seeds if seeds is not None else default_seeds(quick), device, quiet)
+    ctx = ExperimentContext(out, Path(cache) if cache else out.parent / "_train", mode, exp.seeds(mode, seeds),
+                            device, quiet)
     t0 = time.perf_counter()
     torch.set_grad_enabled(True)
     exp.fn(ctx)
     seconds = time.perf_counter() - t0
     ctx.results["seconds"] = round(seconds, 1)
     (out / "results.json").write_text(json.dumps(ctx.results, indent=2))
-    header = [f"# {exp.name}: {exp.description}", "", f"Source: {exp.source}. Mode: {'quick' if quick else 'full'}; "
+    header = [f"# {exp.name}: {exp.description}", "", f"Source: {exp.source}. Mode: {mode}; "
               f"seeds {ctx.seeds}; {seconds:.0f} s.", "", "| the paper | measured here |", "|---|---|"]
     (out / "report.md").write_text("\n".join(header + ctx.report_lines) + "\n")
     return ctx.results

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from torch import Tensor
+from icgd.episodes import Learner
 
-from icgd.episodes import Episodes
-
-
-@runtime_checkable
-class Learner(Protocol):
-    """An in-context learner: reads the context of each episode and predicts its queries.
-
-    predict(episodes) -> predictions (B, Q, Dy), differentiable with respect to episodes.query_x.
-    """
-
-    name: str
-
-    def predict(self, episodes: Episodes) -> Tensor:
-        ...
+__all__ = ["Learner", "describe"]
 
 
 def describe(learner: Any) -> dict[str, Any]:

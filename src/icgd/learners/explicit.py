@@ -7,7 +7,7 @@ GD minimises L(W) = 1/(2N) sum_i ||W x_i - y_i||^2 from W0 (default 0).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 from torch import Tensor
@@ -73,14 +73,21 @@ class GD:
         self.etas = _as_list(self.etas, self.steps, "etas")
         self.steps = len(self.etas)
 
-    def weights(self, ep: Episodes) -> Tensor:
-        """The learnt linear models (B, Dy, Dx)."""
+    def trajectory(self, ep: Episodes) -> Iterator[Tensor]:
+        """The linear models (B, Dy, Dx) after each step, in order."""
         x, y = ep.context_x, ep.context_y
         w = _w0(self.w0, ep)
         n = ep.n_context
         for eta in self.etas:
             grad = (w @ x.transpose(1, 2) - y.transpose(1, 2)) @ x / n  # (B, Dy, Dx)
             w = w - eta * grad
+            yield w
+
+    def weights(self, ep: Episodes) -> Tensor:
+        """The learnt linear models (B, Dy, Dx) after the last step."""
+        w = _w0(self.w0, ep)
+        for w in self.trajectory(ep):
+            pass
         return w
 
     def predict(self, ep: Episodes) -> Tensor:

@@ -49,6 +49,13 @@ class AttentionConfig(BaseModel):
         return self.d_value or self.d_model
 
 
+def attention_products(w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor) -> tuple[Tensor, Tensor]:
+    """Each head's weights multiplied out: M = W_K^T W_Q (..., H, D, D) and U = P W_V (..., H, D, D),
+    for weights (..., H, dk|dv|D, D|dv) with any leading dimensions (e.g. seeds). For linear attention
+    a head's update of token e_j is U C M e_j with C the sum of the key tokens' outer products."""
+    return w_k.transpose(-1, -2) @ w_q, w_o @ w_v
+
+
 class Attention(nn.Module):
     """Multi-head attention with kernel `config.kernel`; returns the update (no residual).
 

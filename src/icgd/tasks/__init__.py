@@ -1,6 +1,21 @@
-"""Task distributions: each samples Episodes from an explicit torch.Generator."""
+"""Task distributions: each samples Episodes from an explicit torch.Generator, declares its sizes
+(dx, dy, n_context, n_queries) and owns its objective (`loss`) and its reference learners.
+
+`TASKS` is the registry a config's `task.kind` names (the first kind is the default)."""
 
 from icgd.tasks.linear import LinearRegression
 from icgd.tasks.sine import SineRegression
 
-__all__ = ["LinearRegression", "SineRegression"]
+#: task kinds by the name a config gives as `task.kind`; the first is the default
+TASKS: dict[str, type] = {"linear": LinearRegression, "sine": SineRegression}
+
+
+def get_task(kind: str) -> type:
+    """The task class registered as `kind` (ValueError naming the known kinds otherwise)."""
+    try:
+        return TASKS[kind]
+    except KeyError:
+        raise ValueError(f"unknown task kind {kind!r}; known: {', '.join(TASKS)}") from None
+
+
+__all__ = ["LinearRegression", "SineRegression", "TASKS", "get_task"]

@@ -8,11 +8,12 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from icgd.episodes import Episodes
+from icgd.tasks.base import SquaredErrorObjective
 
 InputLaw = Literal["uniform", "normal", "exponential", "laplace"]
 
 
-class LinearRegression(BaseModel):
+class LinearRegression(SquaredErrorObjective, BaseModel):
     """Linear-regression task distribution.
 
     Inputs: `input_scale * z` with z from `input_law`: uniform U(-input_range, input_range)

@@ -10,9 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor
 
 from icgd.episodes import Episodes
+from icgd.tasks.base import SquaredErrorObjective
 
 
-class SineRegression(BaseModel):
+class SineRegression(SquaredErrorObjective, BaseModel):
     """Sine-wave task distribution (Dx = Dy = 1).
 
     Amplitude A ~ U(amplitude_low, amplitude_high) (default 0.1 .. 5), phase phi ~ U(phase_low, phase_high)

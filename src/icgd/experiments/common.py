@@ -1,0 +1,109 @@
+"""The shared experiments layer: what several sources' experiments use, so that no source module imports
+another. Held-out and tuning task sets, the SPEC 1 training set-up and its one-layer model, every seed's
+trained learner, metric curves from a run, medians, and the named sizes that depend on the run mode.
+
+Modes: "full" (the sources' set-up as far as a CPU allows), "quick" (shorter training, fewer tasks) and
+"smoke" (a handful of steps and tasks: checks that every experiment runs and produces every result a
+claim reads; its numbers mean nothing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from icgd.episodes import Episodes, TaskDistribution, make_generator
+from icgd.experiments.registry import ExperimentContext
+from icgd.train.config import TrainConfig, build_config
+from icgd.train.engine import TrainResult
+from icgd.train.rundir import RunDir
+
+#: seeds of the held-out and the tuning tasks of the linear study (sources 000 and 001 share them)
+EVAL_SEED = 20_231_000
+TUNE_SEED = 20_231_001
+
+
+@dataclass(frozen=True)
+class Size:
+    """A count (tasks, steps, repetitions) for each run mode."""
+
+    quick: int
+    full: int
+    smoke: int = 64
+
+    def of(self, mode: str) -> int:
+        return {"quick": self.quick, "full": self.full, "smoke": self.smoke}[mode]
+
+
+#: held-out tasks of an analysis (every learner scored on the same ones)
+EVAL_TASKS = Size(quick=4096, full=10_000)
+#: tasks the explicit references' learning rates are tuned on
+TUNE_TASKS = Size(quick=10_000, full=10_000, smoke=256)
+#: held-out tasks of the alignment metrics (a prefix of the evaluation tasks)
+ALIGN_TASKS = Size(quick=2048, full=2048)
+#: held-out tasks behind the training curves (metrics.csv) and their alignment metrics
+CURVE_TASKS = Size(quick=2048, full=4096)
+CURVE_ALIGN_TASKS = Size(quick=512, full=1024, smoke=16)
+
+
+def size(ctx: ExperimentContext, s: Size) -> int:
+    """`s` for the context's run mode."""
+    return s.of(ctx.mode)
+
+
+def train_config(ctx: ExperimentContext, name: str, model: dict[str, Any], steps: tuple[int, int],
+                 lr: float = 1e-3, input_range: float = 1.0, reference: str = "gd", **extra: Any) -> TrainConfig:
+    """The SPEC 1 training set-up (batch 2048 of fresh tasks, Adam); steps = (quick, full)."""
+    n = Size(*steps, smoke=4).of(ctx.mode)
+    raw = {"name": name, "task": {"input_range": input_range}, "model": model, "optim": {"lr": lr},
+           "steps": n, "seeds": ctx.seeds, "checkpoint_every": 500,
+           "eval": {"every": max(n // 40, 1), "n_tasks": size(ctx, CURVE_TASKS), "reference": reference,
+                    "alignment_tasks": size(ctx, CURVE_ALIGN_TASKS)}} | extra
+    if ctx.mode == "smoke":
+        raw["eval"]["n_tune"] = size(ctx, TUNE_TASKS)
+        raw.setdefault("batch_size", 64)
+    return build_config(raw)
+
+
+def one_layer_run(ctx: ExperimentContext, input_range: float = 1.0) -> TrainResult:
+    """The trained 1-layer LSA of SPEC 1 (one cached model for every experiment of sources 000 and 001)."""
+    label = f"lsa1-a{input_range:g}"
+    return ctx.train(label, train_config(ctx, label, {"n_layers": 1}, (1500, 5000), input_range=input_range))
+
+
+def eval_tasks(ctx: ExperimentContext, task: TaskDistribution, seed: int = EVAL_SEED,
+               n: Size = EVAL_TASKS) -> Episodes:
+    """Held-out tasks (float64, CPU), the same for every learner of an experiment."""
+    return task.sample(size(ctx, n), make_generator(seed), dtype=torch.float64)
+
+
+def tune_tasks(ctx: ExperimentContext, task: TaskDistribution, seed: int = TUNE_SEED) -> Episodes:
+    """Tasks the references' learning rates are tuned on (float64, CPU), apart from the held-out ones."""
+    return task.sample(size(ctx, TUNE_TASKS), make_generator(seed), dtype=torch.float64)
+
+
+def curve_tasks(res: TrainResult) -> Episodes:
+    """The held-out tasks behind a training run's curves (metrics.csv), for reference lines drawn on them."""
+    c = res.config
+    return c.task.sample(c.eval.n_tasks, make_generator(c.eval.seed), dtype=torch.float64)
+
+
+def seed_learners(res: TrainResult) -> list[Any]:
+    """Every seed's trained model, in float64 on the CPU (the analyses' precision)."""
+    return [res.learner(s).to("cpu", torch.float64) for s in res.config.seeds]
+
+
+def curves(res: TrainResult, key: str) -> tuple[list[int], np.ndarray]:
+    """(steps, seeds x steps) of metric `key` from a run's metrics.csv."""
+    rows = RunDir(res.run_dir).read_metrics()
+    steps = sorted({r["step"] for r in rows})
+    ys = np.array([[next(r[key] for r in rows if r["step"] == st and r["seed"] == s) for st in steps]
+                   for s in res.config.seeds], dtype=float)
+    return steps, ys
+
+
+def median(x: list[float]) -> float:
+    return float(np.median(np.asarray(x, dtype=float)))

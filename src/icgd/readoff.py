@@ -1,0 +1,95 @@
+"""Read-offs of trained attention layers: the algorithm a one-head LSA implements (source 000, Prop. 1,
+A.3, A.10; source 001), and repeated application of a layer beside repeated GD steps.
+
+All work on one-head (or head-summed) products: W_KQ = sum_h W_K,h^T W_Q,h and W_PV = sum_h P_h W_V,h,
+(D, D) each, D = Dx + Dy, in the dtype and device of the weights.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from icgd.constructions import gd_weights
+from icgd.episodes import Episodes
+from icgd.learners.explicit import GD
+from icgd.learners.transformer import TransformerLearner
+from icgd.metrics import query_loss
+from icgd.nn.attention import AttentionConfig, attention_products
+from icgd.nn.stack import Stack, StackConfig
+
+
+def products(stack: Stack, block: int = 0) -> tuple[Tensor, Tensor]:
+    """(W_KQ, W_PV) of block `block`, summed over its heads: (D, D) each, detached."""
+    a = stack.layers[block].attn
+    kq, pv = attention_products(a.w_q, a.w_k, a.w_v, a.w_o)
+    return kq.sum(0).detach(), pv.sum(0).detach()
+
+
+def stack_from_products(kq: Tensor, pv: Tensor, n_layers: int = 1, recurrent: bool = False,
+                        dampening: float = 1.0) -> Stack:
+    """A one-head LSA (float64) whose products W_K^T W_Q and P W_V are `kq` and `pv` (W_K = P = I)."""
+    d = kq.shape[0]
+    cfg = StackConfig(attention=AttentionConfig(d_model=d), n_layers=n_layers, recurrent=recurrent,
+                      dampening=dampening)
+    st = Stack(cfg, dtype=torch.float64, device=kq.device)
+    eye = torch.eye(d, dtype=torch.float64, device=kq.device)[None]
+    with torch.no_grad():
+        for blk in st.layers:
+            blk.attn.w_q.copy_(kq[None])
+            blk.attn.w_k.copy_(eye)
+            blk.attn.w_v.copy_(pv[None])
+            blk.attn.w_o.copy_(eye)
+    return st
+
+
+def rescaled(kq: Tensor, pv: Tensor, dx: int) -> tuple[Tensor, Tensor, float]:
+    """(W_KQ / beta, W_PV * beta, beta), beta the mean of the first Dx diagonal entries of W_KQ (A.3):
+    the scale the two products can trade without changing the layer."""
+    beta = float(torch.diagonal(kq)[:dx].mean())
+    return kq / beta, pv * beta, beta
+
+
+def gd_products(dx: int, dy: int, eta: float, n_context: int) -> tuple[Tensor, Tensor]:
+    """(W_KQ, W_PV) of the Prop. 1 construction of one GD step with learning rate eta (float64, CPU)."""
+    w = gd_weights(dx, dy, eta, n_context)
+    return w["w_k"][0].T @ w["w_q"][0], w["w_o"][0] @ w["w_v"][0]
+
+
+def implicit_eta(kq: Tensor, pv: Tensor, dx: int, n_context: int) -> float:
+    """The learning rate a trained 1-layer LSA implements: -N times the y-y entry of the rescaled P W_V
+    (the construction's is -eta / N, Prop. 1)."""
+    _, pv_r, _ = rescaled(kq, pv, dx)
+    return float(-n_context * pv_r[dx, dx])
+
+
+def gamma_of(stack: Stack, dx: int) -> float:
+    """The GD++ gamma a trained one-head block implements: its x-update is about
+    W_PV[x, x] (X X^T) W_KQ[x, x] x = -gamma X X^T x, so gamma = -mean diag(W_PV[x,x]) * mean diag(W_KQ[x,x])."""
+    kq, pv = products(stack)
+    return float(-torch.diagonal(pv)[:dx].mean() * torch.diagonal(kq)[:dx].mean())
+
+
+# ------------------------------------------------------------------------------- repeated application
+def divergence_cap(ep: Episodes) -> float:
+    """A task's loss has diverged when it is not finite or above this: 1000 times the zero predictor's mean
+    loss on `ep`."""
+    return 1000 * float(0.5 * (ep.query_y ** 2).sum(-1).mean())
+
+
+def tf_repeat_losses(kq: Tensor, pv: Tensor, lam: float, ep: Episodes, repeats: int) -> Tensor:
+    """Per-task loss (repeats, B) after each of `repeats` applications of the layer with products
+    (kq, pv), dampened by lam: E <- E + lam * LSA(E)."""
+    st = stack_from_products(kq, pv, n_layers=repeats, recurrent=True, dampening=lam)
+    cache: dict[str, Tensor] = {}
+    with torch.no_grad():
+        TransformerLearner(st).predict(ep, cache)
+    n, dx = ep.n_context, ep.dx
+    return torch.stack([query_loss(-cache[f"layers.{t}.resid_post"][:, n:, dx:], ep.query_y)
+                        for t in range(repeats)])
+
+
+def gd_repeat_losses(eta: float, ep: Episodes, repeats: int) -> Tensor:
+    """Per-task loss (repeats, B) after each of `repeats` GD steps with learning rate eta from W0 = 0."""
+    return torch.stack([query_loss(ep.query_x @ w.transpose(1, 2), ep.query_y)
+                        for w in GD(eta, repeats).trajectory(ep)])
