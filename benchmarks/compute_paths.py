@@ -1,40 +1,41 @@
-"""Compute paths compared: milliseconds per training step (loss and gradient, all seeds at once).
+"""Backends compared: milliseconds per training step (loss and gradient, all seeds at once).
 
     python benchmarks/compute_paths.py CONFIG [key=value ...] [--reps 15] [--threads 2] [--json]
 
-CONFIG is a preset or a YAML file, as for `icgd train` (e.g. `lsa-1 model.layer_norm=true`). Every path
-that supports the model runs the same config on the same batch: "kernel" (the compiled kernel,
-`icgd.train.kernel`), "fused" (`icgd.train.fast` in PyTorch products, as with ICGD_KERNEL=0) and "vmap"
-(the generic path). Prints the median over `reps` steps after one warm-up step.
+CONFIG is a preset or a YAML file, as for `icgd train` (e.g. `lsa-1 model.layer_norm=true`). Every backend
+that can compute the model runs the same config on the same batch: "compiled" (`icgd.train.compiled`),
+"fused" (`icgd.train.fused`, PyTorch products) and "generic" (vmap over each seed's module); see
+`icgd.train.backends`. Prints the median over `reps` steps after one warm-up step.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
 
 import torch
 
 from icgd.perf import keep_freed_memory
+from icgd.train.backends import backend
 from icgd.train.config import load_config
-from icgd.train.engine import TaskStream, init_params, make_loss_fn, trainable_names
+from icgd.train.data import TaskStream
+from icgd.train.models import init_params, trainable_names
 
 
 def step_ms(config, reps: int) -> dict[str, float]:
-    """{path name: median ms of one loss + gradient step} for each path that supports the model."""
+    """{backend name: median ms of one loss + gradient step} for each backend that can compute the model."""
     params = init_params(config)
     names = trainable_names(config)
     for k in names:
         params[k].requires_grad_(True)
     batch = TaskStream(config, "cpu").next()
     out = {}
-    for fast, use_kernel in ((True, True), (True, False), (False, False)):
-        os.environ["ICGD_KERNEL"] = "1" if use_kernel else "0"
-        fn, name = make_loss_fn(config.model_copy(update={"fast": fast}))
-        if name in out:
+    for name in ("compiled", "fused", "generic"):
+        try:
+            fn = backend(config, name).loss_fn
+        except ValueError:  # this backend cannot compute the model
             continue
         times = []
         for _ in range(reps + 1):
@@ -42,7 +43,6 @@ def step_ms(config, reps: int) -> dict[str, float]:
             torch.autograd.grad(fn(params, *batch).sum(), [params[k] for k in names])
             times.append(time.perf_counter() - t0)
         out[name] = 1000 * statistics.median(times[1:])
-    os.environ.pop("ICGD_KERNEL")
     return out
 
 
@@ -63,7 +63,7 @@ def main() -> None:
                           "ms_per_step": res}))
     else:
         for name, ms in res.items():
-            print(f"{config.name}: {name} path {ms:.1f} ms per step ({len(config.seeds)} seeds, "
+            print(f"{config.name}: {name} backend {ms:.1f} ms per step ({len(config.seeds)} seeds, "
                   f"batch {config.batch_size})")
 
 

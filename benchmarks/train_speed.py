@@ -121,16 +121,16 @@ def main() -> None:
         out.append({"name": name, "seed_steps_per_s": round(rate, 1), "naive_seed_steps_per_s": round(naive, 1),
                     "flops_per_step": flops, "matmul_gflops": round(gflops, 1),
                     "flop_limit_steps_per_s": round(gflops * 1e9 / flops, 1), "seeds": args.seeds,
-                    "compute_path": path})
+                    "backend": path})
     report = {"device": str(device), "threads": args.threads, "batch_size": 2048, "models": out}
     if args.json:
         print(json.dumps(report, indent=2))
         return
     print(f"device {device}, {args.threads} threads, batch 2048, Dx = N = 10, large-matmul rate {gflops:.1f} GFLOP/s")
-    print(f"{'model':<10} {'engine':>14} {'naive eager':>14} {'FLOP limit':>12} {'MFLOP/step':>11}  path")
+    print(f"{'model':<10} {'engine':>14} {'naive eager':>14} {'FLOP limit':>12} {'MFLOP/step':>11}  backend")
     for r in out:
         print(f"{r['name']:<10} {r['seed_steps_per_s']:>14.1f} {r['naive_seed_steps_per_s']:>14.1f} "
-              f"{r['flop_limit_steps_per_s']:>12.1f} {r['flops_per_step'] / 1e6:>11.1f}  {r['compute_path']} "
+              f"{r['flop_limit_steps_per_s']:>12.1f} {r['flops_per_step'] / 1e6:>11.1f}  {r['backend']} "
               f"({r['seeds']} seeds)")
     print("(seed-steps per second)")
 

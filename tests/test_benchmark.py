@@ -13,7 +13,7 @@ def test_train_speed_benchmark_prints_its_json():
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     (m,) = out["models"]
-    assert m["name"] == "lsa-1" and m["compute_path"] in ("kernel", "fused")
+    assert m["name"] == "lsa-1" and m["backend"] in ("compiled", "fused")
     for key in ("seed_steps_per_s", "naive_seed_steps_per_s", "flops_per_step", "matmul_gflops"):
         assert m[key] > 0
 
@@ -22,14 +22,14 @@ def test_compute_paths_benchmark_times_every_path():
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "compute_paths.py"), "lsa-1", "batch_size=64",
                         "--reps", "1", "--json"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert set(json.loads(r.stdout)["ms_per_step"]) == {"kernel", "fused", "vmap"}
+    assert set(json.loads(r.stdout)["ms_per_step"]) == {"compiled", "fused", "generic"}
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "compute_paths.py"), "lsa-1", "model.mlp=true",
                         "batch_size=64", "--reps", "1", "--json"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert set(out["ms_per_step"]) == {"fused", "vmap"} and all(v > 0 for v in out["ms_per_step"].values())
-    # a model the fused path does not support is timed on the generic path only
+    assert set(out["ms_per_step"]) == {"fused", "generic"} and all(v > 0 for v in out["ms_per_step"].values())
+    # a model the fused backend does not support is timed on the generic backend only
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "compute_paths.py"), "lsa-1", "model.kind=lstm",
                         "batch_size=16", "--reps", "1", "--json"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert set(json.loads(r.stdout)["ms_per_step"]) == {"vmap"}
+    assert set(json.loads(r.stdout)["ms_per_step"]) == {"generic"}

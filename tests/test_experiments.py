@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from icgd import make_generator
+from icgd import make_generator, readoff
 from icgd.claims.base import (
     SUITES,
     Claim,
@@ -16,7 +16,6 @@ from icgd.claims.base import (
 )
 from icgd.cli import main
 from icgd.constructions import gd_construction
-from icgd import readoff
 from icgd.experiments.registry import (
     ExperimentContext,
     experiments,

@@ -8,7 +8,7 @@ from icgd.episodes import ShapeError
 from icgd.learners.recurrent import LSTMLearner
 from icgd.tasks import LinearRegression
 from icgd.train.config import ConfigError, load_config
-from icgd.train.engine import reference_steps_of
+from icgd.train.evaluation import reference_steps_of
 
 
 @pytest.mark.parametrize("layers", [1, 3])

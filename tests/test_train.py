@@ -15,13 +15,14 @@ from icgd.train import (
     ConfigError,
     TrainConfig,
     TrainingDiverged,
-    kernel,
+    compiled,
     load_config,
     train,
 )
+from icgd.train.backends import backend, fused_ineligible, select
 from icgd.train.checkpoint import CheckpointError, load_checkpoint
-from icgd.train.engine import TaskStream, init_params, make_loss_fn, trainable_names
-from icgd.train.fast import fast_supported, kernel_supported
+from icgd.train.data import TaskStream
+from icgd.train.models import init_params, trainable_names
 
 SMALL_EVAL = {"every": 10, "n_tasks": 256, "n_tune": 512, "alignment_tasks": 64}
 
@@ -50,16 +51,17 @@ def _cfg(**kw):
     ({"n_layers": 4, "clip": 1.0}, {"dy": 3}, "shared"),
     ({"n_layers": 3, "recurrent": True, "clip": 2.0}, {"n_context": 17}, "per_seed"),
 ])
-@pytest.mark.parametrize("use_kernel", [True, False])
-def test_fused_path_equals_the_generic_path(model, task, data, use_kernel, monkeypatch):
-    """The fused path (with the compiled kernel where the model allows it, and without) equals the generic
-    path in value and gradient, to float64 rounding (absolute error relative to the gradient's scale)."""
-    monkeypatch.setenv("ICGD_KERNEL", "1" if use_kernel else "0")
+@pytest.mark.parametrize("use_compiled", [True, False])
+def test_fused_path_equals_the_generic_path(model, task, data, use_compiled, monkeypatch):
+    """The backend `select` picks (compiled where the model allows it, else fused) equals the generic
+    backend in value and gradient, to float64 rounding (absolute error relative to the gradient's scale)."""
+    monkeypatch.setenv("ICGD_COMPILED", "1" if use_compiled else "0")
     cfg = _cfg(model=model | {"init_scale": 1.0}, task=task, data=data, seeds=[0, 1, 2])
-    assert fast_supported(cfg.stack_config())
-    expected = "kernel" if use_kernel and kernel_supported(cfg.stack_config()) else "fused"
-    if expected == "kernel" and kernel.load() is None:
-        pytest.skip(f"no compiled kernel here: {kernel.status()}")
+    assert fused_ineligible(cfg) is None
+    one_head_plain = cfg.model.attention.n_heads == 1 and not (cfg.model.mlp or cfg.model.layer_norm)
+    expected = "compiled" if use_compiled and one_head_plain else "fused"
+    if expected == "compiled" and compiled.load() is None:
+        pytest.skip(f"no compiled backend here: {compiled.status()}")
     params = init_params(cfg)
     names = trainable_names(cfg)
     gen = torch.Generator().manual_seed(0)
@@ -68,9 +70,9 @@ def test_fused_path_equals_the_generic_path(model, task, data, use_kernel, monke
             params[k] = params[k] + 0.3 * torch.randn(params[k].shape, generator=gen, dtype=params[k].dtype)
         params[k].requires_grad_(True)
     batch = TaskStream(cfg, "cpu").next()
-    fast, fast_name = make_loss_fn(cfg)
-    slow, slow_name = make_loss_fn(cfg.model_copy(update={"fast": False}))
-    assert (fast_name, slow_name) == (expected, "vmap")
+    chosen = select(cfg)
+    assert chosen.name == expected, chosen.reason
+    fast, slow = chosen.loss_fn, backend(cfg, "generic").loss_fn
     lf, ls = fast(params, *batch), slow(params, *batch)
     torch.testing.assert_close(lf, ls, rtol=1e-10, atol=1e-12)
     gf = torch.autograd.grad(lf.sum(), [params[k] for k in names])
@@ -87,7 +89,7 @@ def test_fused_path_with_dampening_equals_each_seeds_stack(model):
     from icgd.episodes import Episodes
     from icgd.learners import TransformerLearner
     from icgd.nn.stack import Stack
-    from icgd.train.fast import lsa_predictions
+    from icgd.train.fused import lsa_predictions
 
     cfg = _cfg(model=model | {"init_scale": 1.0}, seeds=[0, 1])
     params = init_params(cfg)
@@ -141,7 +143,7 @@ def test_resume_gives_exactly_the_uninterrupted_run(tmp_path):
     s_done = json.loads((tmp_path / "part" / "summary.json").read_text())
     assert s_full["seeds"] == s_done["seeds"] and s_done["status"] == "completed"
     env = json.loads((tmp_path / "part" / "env.json").read_text())
-    assert env["compute_path"] == s_done["compute_path"] in ("kernel", "fused")
+    assert env["compute_path"] == s_done["compute_path"] in ("compiled", "fused")
 
 
 def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
@@ -265,7 +267,7 @@ def test_other_model_kinds_train_with_batched_seeds_equal_to_separate_seeds(tmp_
                      model={"kind": "mlp_lsa", "d_embed": 8, "gd_control": kind == "sine-gd"})
     together = train(_cfg(seeds=[0, 1], steps=20, **extra), tmp_path / "all")
     alone = train(_cfg(seeds=[1], steps=20, **extra), tmp_path / "one")
-    assert together.summary["compute_path"] == "vmap"
+    assert together.summary["backend"] == "generic"
     for k, v in alone.params.items():
         torch.testing.assert_close(together.params[k][1], v[0], rtol=1e-9, atol=1e-12)
     first = {k: v for k, v in init_params(together.config).items()}
@@ -281,8 +283,8 @@ def test_other_model_kinds_train_with_batched_seeds_equal_to_separate_seeds(tmp_
 
 
 def test_per_layer_kernels_are_checked_when_the_config_is_read():
-    with pytest.raises(ConfigError, match="kernels: 2 given for n_layers=1"):
+    with pytest.raises(ConfigError, match="layers: 2 given for n_layers=1"):
         load_config("lsa-1", ["model.kernels=[softmax,linear]"])
     with pytest.raises(ConfigError, match="recurrent stack has one block"):
         load_config("lsa-2-recurrent", ["model.kernels=[softmax,linear]"])
-    assert load_config("copy-2").model.kernels == ["softmax", "linear"]
+    assert load_config("copy-2").model.layers == ({"kernel": "softmax"}, {"kernel": "linear"})

@@ -121,7 +121,7 @@ class ExperimentContext:
         track_file = run / "track.json"
         track: list[dict[str, Any]] = json.loads(track_file.read_text()) if track_file.is_file() else []
         if not track or not (run / "config.yaml").is_file():
-            from icgd.train.engine import init_params
+            from icgd.train.models import init_params
 
             track = [{"step": 0} | measure(TrainResult(run, {}, config, init_params(config)))]
         result: TrainResult | None = None
@@ -136,7 +136,7 @@ class ExperimentContext:
         return (result if result is not None else load_run(run)), track
 
     def _run_dir(self, label: str, config: TrainConfig) -> Path:
-        return self.cache / f"{label}-{config_fingerprint(config)}"
+        return self.cache / f"{label}-{config_fingerprint(config, self.device)}"
 
     def _train_to(self, run: Path, config: TrainConfig, stop_after: int | None = None) -> TrainResult:
         """Start the run in `run`, or resume it when it was started, until `stop_after` or the end."""

@@ -16,29 +16,64 @@ import math
 from typing import Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor, nn
 
 from icgd.episodes import ShapeError
 from icgd.nn.kernels import KernelName, get_kernel
 
 
-class AttentionConfig(BaseModel):
-    """Options of one attention module (all heads' weights live in one tensor per projection)."""
+class AttentionOptions(BaseModel):
+    """Every option of an attention module but its width (a model config's `attention` section).
+
+    kernel_options: fixed numbers the kernel reads (e.g. {"degree": 3} for polynomial);
+    kernel_init: initial values of the kernel's parameters (e.g. [0.5] for an RBF bandwidth s; default the
+    kernel's own), learnt unless learn_kernel_params is false (then fixed at these values).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    d_model: int = Field(ge=1)
     n_heads: int = Field(1, ge=1)
     d_key: int | None = Field(None, ge=1, description="key/query width per head (default d_model)")
     d_value: int | None = Field(None, ge=1, description="value width per head (default d_model)")
     kernel: KernelName = "linear"
     kernel_options: dict[str, float] = Field(default_factory=dict)
+    kernel_init: tuple[float, ...] | None = Field(None, description="initial kernel parameters (default the "
+                                                                    "kernel's)")
     learn_kernel_params: bool = True
     normalize: Literal["none", "count"] = "none"
     query_in_keys: bool = False
     causal: bool = False
 
+    @model_validator(mode="after")
+    def _kernel_settings(self) -> "AttentionOptions":
+        k = get_kernel(self.kernel)
+        unknown = sorted(set(self.kernel_options) - set(k.options))
+        if unknown:
+            allowed = ", ".join(k.options) if k.options else "none"
+            raise ValueError(f"kernel_options {unknown} are not options of the {k.name} kernel (it has: {allowed})")
+        degree = self.kernel_options.get("degree")
+        if degree is not None and (degree != int(degree) or degree < 1):
+            raise ValueError(f"kernel_options.degree must be a positive integer, got {degree}")
+        if self.kernel_init is not None and len(self.kernel_init) != k.n_params:
+            names = ", ".join(k.param_names) if k.param_names else "none"
+            raise ValueError(f"kernel_init: the {k.name} kernel has {k.n_params} parameter(s) ({names}), "
+                             f"got {len(self.kernel_init)} value(s)")
+        return self
+
+    def with_width(self, d_model: int) -> "AttentionConfig":
+        """The full config of a module of width d_model with these options."""
+        return AttentionConfig(d_model=d_model, **self.model_dump())
+
+
+class AttentionConfig(AttentionOptions):
+    """Options of one attention module, with its width (all heads' weights live in one tensor per projection)."""
+
+    d_model: int = Field(ge=1)
+
+    def options(self) -> AttentionOptions:
+        """These options without the width."""
+        return AttentionOptions(**self.model_dump(exclude={"d_model"}))
 
     @property
     def dk(self) -> int:
@@ -78,7 +113,8 @@ class Attention(nn.Module):
         for w in (self.w_q, self.w_k, self.w_v, self.w_o):
             nn.init.trunc_normal_(w, std=init_std, a=-2 * init_std, b=2 * init_std, generator=generator)
         if self.kernel.n_params:
-            init = torch.tensor(self.kernel.param_init, **kw).expand(c.n_heads, -1).clone()
+            values = c.kernel_init if c.kernel_init is not None else self.kernel.param_init
+            init = torch.tensor(values, **kw).expand(c.n_heads, -1).clone()
             self.kernel_params = nn.Parameter(init, requires_grad=c.learn_kernel_params)
         else:
             self.register_buffer("kernel_params", torch.zeros(c.n_heads, 0, **kw))

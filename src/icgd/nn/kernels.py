@@ -31,6 +31,10 @@ class Kernel:
     #: the constant kernel (kappa = 1, or 1/N when normalized) is reached with zero key/query weights
     constant_at_zero: bool = False
     doc: str = ""
+    #: names of the options `fn` reads (fixed numbers set in the config, e.g. a polynomial's degree)
+    options: tuple[str, ...] = ()
+    #: names of the parameters, in order (their initial values are `param_init`)
+    param_names: tuple[str, ...] = ()
 
     @property
     def n_params(self) -> int:
@@ -84,19 +88,20 @@ def _sqdist(q: Tensor, k: Tensor) -> Tensor:
 
 register_kernel(Kernel("linear", lambda q, k, p, o: _dot(q, k), doc="q.k"))
 register_kernel(Kernel("softmax", lambda q, k, p, o: _dot(q, k) / _p(p, 0), (1.0,), normalized=True,
-                       constant_at_zero=True, doc="exp(q.k / s) normalised over the keys"))
+                       constant_at_zero=True, doc="exp(q.k / s) normalised over the keys", param_names=("s",)))
 register_kernel(Kernel("exponential", lambda q, k, p, o: torch.exp(_dot(q, k) / _p(p, 0)), (1.0,),
-                       constant_at_zero=True, doc="exp(q.k / s)"))
+                       constant_at_zero=True, doc="exp(q.k / s)", param_names=("s",)))
 register_kernel(Kernel("rbf", lambda q, k, p, o: torch.exp(-_sqdist(q, k) / (2 * _p(p, 0) ** 2)), (1.0,),
-                       constant_at_zero=True, doc="exp(-||q-k||^2 / (2 s^2))"))
+                       constant_at_zero=True, doc="exp(-||q-k||^2 / (2 s^2))", param_names=("s",)))
 register_kernel(Kernel("laplacian",
                        lambda q, k, p, o: torch.exp(-(q.unsqueeze(-2) - k.unsqueeze(-3)).abs().sum(-1)
                                                     / _p(p, 0).abs()),
-                       (1.0,), constant_at_zero=True, doc="exp(-||q-k||_1 / |s|)"))
+                       (1.0,), constant_at_zero=True, doc="exp(-||q-k||_1 / |s|)", param_names=("s",)))
 register_kernel(Kernel("sigmoid", lambda q, k, p, o: torch.tanh(_p(p, 0) * _dot(q, k) + _p(p, 1)), (1.0, 0.0),
-                       doc="tanh(a q.k + c)"))
+                       doc="tanh(a q.k + c)", param_names=("a", "c")))
 register_kernel(Kernel("polynomial", lambda q, k, p, o: (_dot(q, k) + _p(p, 0)) ** int(o.get("degree", 2)),
-                       (1.0,), doc="(q.k + c)^d, d = option 'degree' (default 2)"))
+                       (1.0,), doc="(q.k + c)^d, d = option 'degree' (default 2)", options=("degree",),
+                       param_names=("c",)))
 register_kernel(Kernel("cosine",
                        lambda q, k, p, o: _dot(q, k) / (q.norm(dim=-1, keepdim=True)
                                                         * k.norm(dim=-1).unsqueeze(-2)).clamp_min(_EPS),
@@ -106,4 +111,4 @@ register_kernel(Kernel("chi_squared",
                            (q.unsqueeze(-2) - k.unsqueeze(-3)) ** 2
                            / (q.unsqueeze(-2) + k.unsqueeze(-3)).abs().clamp_min(_EPS)).sum(-1)),
                        (1.0,), constant_at_zero=True,
-                       doc="exp(-s sum (q-k)^2 / |q+k|) (meant for non-negative features)"))
+                       doc="exp(-s sum (q-k)^2 / |q+k|) (meant for non-negative features)", param_names=("s",)))

@@ -7,39 +7,61 @@ One layer (block) maps tokens E (B, T, D) to
     E <- clip(E, -c, c)                    (only when clip is set)
 
 lambda is the dampening factor (SPEC 1, A.6; 1 = none). A recurrent stack applies one block n_layers times.
-`kernels` gives each layer its own attention kernel (e.g. softmax then linear, the copying study, SPEC 3).
+`layers` gives each layer its own attention options (e.g. softmax then linear, the copying study, SPEC 3).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor, nn
 
-from icgd.nn.attention import Attention, AttentionConfig
-from icgd.nn.kernels import KernelName
+from icgd.nn.attention import Attention, AttentionConfig, AttentionOptions
+
+LayerOverrides = tuple[dict[str, Any], ...]
 
 
-def check_layer_kernels(kernels: tuple[str, ...] | list[str] | None, n_layers: int, recurrent: bool) -> None:
-    """Raise ValueError unless `kernels` is None or one kernel per layer of a non-recurrent stack."""
-    if kernels is None:
+def _legacy_kernels(data: Any) -> Any:
+    """Accept the shorthand `kernels: [softmax, linear]` for `layers: [{kernel: softmax}, {kernel: linear}]`."""
+    if isinstance(data, dict) and data.get("kernels") is not None:
+        if data.get("layers") is not None:
+            raise ValueError("give per-layer attention as layers or as kernels, not both")
+        data = {k: v for k, v in data.items() if k != "kernels"} | {
+            "layers": [{"kernel": k} for k in data["kernels"]]}
+    elif isinstance(data, dict) and "kernels" in data:
+        data = {k: v for k, v in data.items() if k != "kernels"}
+    return data
+
+
+def check_layers(layers: LayerOverrides | None, attention: AttentionOptions, n_layers: int,
+                 recurrent: bool) -> None:
+    """Raise ValueError unless `layers` is None or one valid set of attention overrides per layer of a
+    non-recurrent stack."""
+    if layers is None:
         return
     if recurrent:
-        raise ValueError("kernels: a recurrent stack has one block, so one kernel (attention.kernel)")
-    if len(kernels) != n_layers:
-        raise ValueError(f"kernels: {len(kernels)} given for n_layers={n_layers}")
+        raise ValueError("layers: a recurrent stack has one block, so one attention (attention)")
+    if len(layers) != n_layers:
+        raise ValueError(f"layers: {len(layers)} given for n_layers={n_layers}")
+    for i, over in enumerate(layers):
+        bad = sorted(set(over) - set(AttentionOptions.model_fields))
+        if bad:
+            raise ValueError(f"layers.{i}: {bad} are not attention options")
+        AttentionOptions(**(attention.options().model_dump() if isinstance(attention, AttentionConfig)
+                            else attention.model_dump()) | over)
 
 
-class StackConfig(BaseModel):
-    """A stack of identical-shaped blocks. `init_scale` sets the truncated-normal init of attention weights:
-    std = sqrt(init_scale / d_model) (fan-in variance scaling), default init_scale = 0.002 / n_layers
-    (the official code's choice, SPEC 1)."""
+class StackOptions(BaseModel):
+    """Every option of a stack but its attention. `init_scale` sets the truncated-normal init of attention
+    weights: std = sqrt(init_scale / d_model) (fan-in variance scaling), default init_scale = 0.002 / n_layers
+    (the official code's choice, SPEC 1). `layers` overrides attention options per layer (e.g.
+    [{kernel: softmax}, {kernel: linear}]; `kernels: [softmax, linear]` is the short form)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    attention: AttentionConfig
     n_layers: int = Field(1, ge=1)
     recurrent: bool = False
     layer_norm: bool = False
@@ -48,19 +70,36 @@ class StackConfig(BaseModel):
     clip: float | None = Field(None, gt=0, description="clip token values to [-clip, clip] after each layer")
     dampening: float = 1.0
     init_scale: float | None = Field(None, gt=0)
-    kernels: tuple[KernelName, ...] | None = Field(
-        None, description="kernel of each layer (overrides attention.kernel; not for recurrent stacks)")
+    layers: LayerOverrides | None = Field(
+        None, description="attention options of each layer, over `attention` (not for recurrent stacks)")
+
+    _kernels = model_validator(mode="before")(_legacy_kernels)
 
     @model_validator(mode="after")
-    def _kernels(self) -> "StackConfig":
-        check_layer_kernels(self.kernels, self.n_layers, self.recurrent)
+    def _layers(self) -> "StackOptions":
+        check_layers(self.layers, self.attention, self.n_layers, self.recurrent)  # type: ignore[attr-defined]
         return self
+
+    def stack_options(self) -> dict[str, Any]:
+        """The fields of StackOptions, as keyword arguments."""
+        return {k: getattr(self, k) for k in StackOptions.model_fields}
+
+
+class StackConfig(StackOptions):
+    """A stack of identical-shaped blocks: the stack options and the attention config (with its width)."""
+
+    attention: AttentionConfig
 
     def layer_attention(self, index: int) -> AttentionConfig:
         """The attention config of layer `index`."""
-        if self.kernels is None or self.kernels[index] == self.attention.kernel:
+        if self.layers is None or not self.layers[index]:
             return self.attention
-        return self.attention.model_copy(update={"kernel": self.kernels[index], "kernel_options": {}})
+        return AttentionConfig(**(self.attention.model_dump() | self.layers[index]))
+
+    @property
+    def uniform(self) -> bool:
+        """True when every layer has the same attention options."""
+        return self.layers is None or all(self.layer_attention(i) == self.attention for i in range(self.n_layers))
 
     @property
     def d_model(self) -> int:

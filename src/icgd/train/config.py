@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
+import torch
 import yaml
 from pydantic import (
     BaseModel,
@@ -17,11 +18,13 @@ from pydantic import (
     model_validator,
 )
 
-from icgd.nn.attention import AttentionConfig
-from icgd.nn.kernels import KernelName
-from icgd.nn.stack import StackConfig, check_layer_kernels
-from icgd.tasks.linear import LinearRegression
-from icgd.tasks.sine import SineRegression
+from icgd.nn.attention import AttentionOptions
+from icgd.nn.stack import StackConfig, StackOptions
+from icgd.seeds import TRAIN_SEEDS, check_seeds
+from icgd.tasks import TASKS, LinearRegression
+
+#: the dtype names a config may give
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 class ConfigError(ValueError):
@@ -32,30 +35,33 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class ModelConfig(_Strict):
-    """A transformer learner (a `Stack`) on concatenated or interleaved tokens; d_model comes from the task
-    (Dx + Dy, or Dx + Dy + 2N + 1 for interleaved tokens)."""
+#: attention options a model section may also give at its top level (the first releases' flat form)
+_FLAT_ATTENTION_KEYS = ("n_heads", "kernel", "d_key", "d_value", "normalize", "query_in_keys", "causal",
+                        "kernel_options", "kernel_init", "learn_kernel_params")
+
+
+class ModelConfig(StackOptions):
+    """A transformer learner (a `Stack`) on concatenated or interleaved tokens: the stack options, its
+    `attention` section (every option of `AttentionOptions`) and the token construction. d_model comes from
+    the task (Dx + Dy, or Dx + Dy + 2N + 1 for interleaved tokens). Attention keys given at the top level
+    of the section (`model.kernel: softmax`) are read as `model.attention.kernel`."""
 
     kind: Literal["stack"] = "stack"
-    n_layers: int = Field(1, ge=1)
-    recurrent: bool = False
-    n_heads: int = Field(1, ge=1)
-    kernel: KernelName = "linear"
-    d_key: int | None = Field(None, ge=1)
-    d_value: int | None = Field(None, ge=1)
-    normalize: Literal["none", "count"] = "none"
-    query_in_keys: bool = False
-    layer_norm: bool = False
-    mlp: bool = False
-    clip: float | None = Field(None, gt=0, description="clip token values to [-clip, clip] after each layer")
-    init_scale: float | None = Field(None, gt=0, description="default 0.002 / n_layers")
+    attention: AttentionOptions = AttentionOptions()
     tokens: Literal["concat", "interleaved"] = "concat"
-    kernels: list[KernelName] | None = Field(None, description="one kernel per layer (overrides kernel)")
 
-    @model_validator(mode="after")
-    def _kernels(self) -> "ModelConfig":
-        check_layer_kernels(self.kernels, self.n_layers, self.recurrent)
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_attention(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not any(k in data for k in _FLAT_ATTENTION_KEYS):
+            return data
+        flat = {k: data[k] for k in _FLAT_ATTENTION_KEYS if k in data}
+        attn = data.get("attention", {})
+        attn = attn.model_dump(exclude_unset=True) if isinstance(attn, BaseModel) else dict(attn or {})
+        both = sorted(set(flat) & set(attn))
+        if both:
+            raise ValueError(f"{both} given both in model and in model.attention")
+        return {k: v for k, v in data.items() if k not in flat} | {"attention": attn | flat}
 
     @property
     def gd_steps(self) -> int:
@@ -63,11 +69,7 @@ class ModelConfig(_Strict):
         return self.n_layers
 
     def stack_config(self, d_model: int) -> StackConfig:
-        attn = AttentionConfig(d_model=d_model, n_heads=self.n_heads, kernel=self.kernel, d_key=self.d_key,
-                               d_value=self.d_value, normalize=self.normalize, query_in_keys=self.query_in_keys)
-        return StackConfig(attention=attn, n_layers=self.n_layers, recurrent=self.recurrent,
-                           layer_norm=self.layer_norm, mlp=self.mlp, clip=self.clip, init_scale=self.init_scale,
-                           kernels=tuple(self.kernels) if self.kernels is not None else None)
+        return StackConfig(attention=self.attention.with_width(d_model), **self.stack_options())
 
 
 class FeatureLSAConfig(_Strict):
@@ -107,7 +109,7 @@ class LSTMConfig(_Strict):
 
 #: the kinds a config section may name (`model.kind`, `task.kind`); the first is the default
 MODEL_KINDS: dict[str, type[BaseModel]] = {"stack": ModelConfig, "mlp_lsa": FeatureLSAConfig, "lstm": LSTMConfig}
-TASK_KINDS: dict[str, type[BaseModel]] = {"linear": LinearRegression, "sine": SineRegression}
+TASK_KINDS: dict[str, type[BaseModel]] = TASKS
 
 
 def _tagged_union(kinds: dict[str, type[BaseModel]]) -> Any:
@@ -144,8 +146,9 @@ class EvalConfig(_Strict):
     every: int = Field(100, ge=1, description="evaluate every k steps (and at the last step)")
     n_tasks: int = Field(4096, ge=2)
     seed: int = Field(1_000_003, description="seed of the held-out and tuning tasks")
-    reference: Literal["gd", "gd_per_step", "gdpp", "zero"] = Field(
-        "gd", description="tuned explicit learner to score against; zero: the zero predictor (no alignment)")
+    reference: str = Field(
+        "gd", description="tuned explicit learner to score against, one of the task's reference_kinds "
+                          "(`icgd.learners.references`); zero: the zero predictor (no alignment)")
     reference_steps: int | None = Field(None, ge=1, description="default: the model's number of layers "
                                                                 "(stack), else 1")
     n_tune: int = Field(10_000, ge=2, description="tasks to tune the reference's learning rates on")
@@ -162,7 +165,7 @@ class TrainConfig(_Strict):
     eval: EvalConfig = EvalConfig()
     steps: int = Field(5000, ge=1)
     batch_size: int = Field(2048, ge=1)
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[int] = Field(default_factory=lambda: list(TRAIN_SEEDS), min_length=1)
     data: Literal["shared", "per_seed"] = Field(
         "shared", description="shared: all seeds see one task stream (from data_seed); per_seed: one each")
     data_seed: int = 0
@@ -173,15 +176,17 @@ class TrainConfig(_Strict):
 
     @field_validator("seeds")
     @classmethod
-    def _unique(cls, v: list[int]) -> list[int]:
-        if len(set(v)) != len(v):
-            raise ValueError(f"seeds must be distinct, got {v}")
-        return v
+    def _seeds(cls, v: list[int]) -> list[int]:
+        return check_seeds(v)
 
     @model_validator(mode="after")
     def _consistent(self) -> "TrainConfig":
         if self.train_set_size is not None and self.train_set_size < self.batch_size:
             raise ValueError(f"train_set_size={self.train_set_size} is smaller than batch_size={self.batch_size}")
+        kinds = getattr(self.task, "reference_kinds", ())
+        if self.eval.reference not in kinds:
+            raise ValueError(f"eval.reference={self.eval.reference!r} does not apply to task kind "
+                             f"{self.task.kind!r} (it has: {', '.join(kinds)})")
         return self
 
     @property
@@ -205,14 +210,15 @@ PRESETS: dict[str, dict[str, Any]] = {
                         "optim": {"lr": 1e-3}, "steps": 10000},
     "lsa-5": {"name": "lsa-5", "model": {"n_layers": 5, "clip": 10.0}, "optim": {"lr": 5e-4}, "steps": 20000,
               "eval": {"reference": "gdpp"}},
-    "softmax-2": {"name": "softmax-2", "model": {"n_layers": 2, "kernel": "softmax"}, "optim": {"lr": 1e-3},
+    "softmax-2": {"name": "softmax-2", "model": {"n_layers": 2, "attention": {"kernel": "softmax"}},
+                  "optim": {"lr": 1e-3},
                   "steps": 10000},
     "sine-lsa": {"name": "sine-lsa", "task": {"kind": "sine"}, "model": {"kind": "mlp_lsa"},
                  "optim": {"lr": 1e-3}, "steps": 10000, "eval": {"reference": "zero"}},
     "sine-gd": {"name": "sine-gd", "task": {"kind": "sine"}, "model": {"kind": "mlp_lsa", "gd_control": True},
                 "optim": {"lr": 1e-3}, "steps": 10000, "eval": {"reference": "zero"}},
-    "copy-2": {"name": "copy-2", "model": {"n_layers": 2, "kernels": ["softmax", "linear"],
-                                           "tokens": "interleaved", "query_in_keys": True},
+    "copy-2": {"name": "copy-2", "model": {"n_layers": 2, "layers": [{"kernel": "softmax"}, {"kernel": "linear"}],
+                                           "tokens": "interleaved", "attention": {"query_in_keys": True}},
                "optim": {"lr": 1e-3}, "steps": 20000, "eval": {"reference": "gd", "reference_steps": 1}},
     "lstm-2": {"name": "lstm-2", "model": {"kind": "lstm", "n_layers": 2}, "optim": {"lr": 3e-3}, "steps": 4000,
                "batch_size": 256},
@@ -318,18 +324,43 @@ def dump_config(config: TrainConfig) -> str:
     return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
 
 
-#: keys added after the first release, left out of the fingerprint while at these values, so that runs
-#: cached under the old fingerprint stay valid
-_LATER_DEFAULTS = {("model", "kind"): "stack", ("model", "kernels"): None}
+#: the first releases' model section, in its order: a config whose model section can be written this way
+#: (new options at their defaults) keeps the fingerprint it had then, so that cached runs stay valid
+_V1_MODEL = ("kind", "n_layers", "recurrent", "n_heads", "kernel", "d_key", "d_value", "normalize", "query_in_keys",
+             "layer_norm", "mlp", "clip", "init_scale", "tokens", "kernels")
+_V1_DEFAULTS = {"mlp_ratio": 4, "dampening": 1.0, "causal": False, "kernel_options": {}, "kernel_init": None,
+                "learn_kernel_params": True}
 
 
-def config_fingerprint(config: TrainConfig) -> str:
-    """A short hash of the resolved config (what experiment caches are keyed by)."""
+def _v1_model(model: dict[str, Any]) -> dict[str, Any] | None:
+    """The model section as the first releases wrote it, or None when it uses a newer option."""
+    flat = {k: v for k, v in model.items() if k != "attention"} | model["attention"]
+    layers = flat.pop("layers")
+    if layers is not None and any(set(over) != {"kernel"} for over in layers):
+        return None
+    flat["kernels"] = None if layers is None else [over["kernel"] for over in layers]
+    if any(flat.pop(k) != v for k, v in _V1_DEFAULTS.items()):
+        return None
+    out = {k: flat[k] for k in _V1_MODEL}
+    if out["kind"] == "stack":
+        del out["kind"]
+    if out["kernels"] is None:
+        del out["kernels"]
+    return out
+
+
+def config_fingerprint(config: TrainConfig, device: str | torch.device = "cpu") -> str:
+    """A short hash of the resolved config and of the device type when it is not the CPU (what experiment
+    caches are keyed by: a GPU run is not mixed with a CPU run)."""
     import hashlib
 
     data = config.model_dump(mode="json")
-    for (section, key), default in _LATER_DEFAULTS.items():
-        if data.get(section, {}).get(key, object()) == default:
-            del data[section][key]
+    if data["model"].get("kind", "stack") == "stack":
+        v1 = _v1_model(data["model"])
+        if v1 is not None:
+            data["model"] = v1
     text = yaml.safe_dump(data, sort_keys=False)
+    kind = torch.device(device).type
+    if kind != "cpu":
+        text += f"device: {kind}\n"
     return hashlib.sha256(text.encode()).hexdigest()[:10]

@@ -12,14 +12,21 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
+from icgd.episodes import make_generator
 from icgd.learners.deep import FeatureLSA
 from icgd.learners.recurrent import LSTMLearner
 from icgd.learners.transformer import TransformerLearner
 from icgd.nn.stack import Stack
 from icgd.tokens import ConcatTokens, InterleavedTokens
-from icgd.train.config import FeatureLSAConfig, LSTMConfig, ModelConfig, TrainConfig
+from icgd.train.config import (
+    DTYPES,
+    FeatureLSAConfig,
+    LSTMConfig,
+    ModelConfig,
+    TrainConfig,
+)
 
 
 def build_module(config: TrainConfig, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None,
@@ -50,3 +57,24 @@ def as_learner(config: TrainConfig, module: nn.Module, name: str = "transformer"
 def param_prefix(config: TrainConfig) -> str:
     """Prefix of the weights' names inside the learner (for torch.func.functional_call)."""
     return "model." if isinstance(config.model, ModelConfig) else ""
+
+
+# ------------------------------------------------------------------------------- seed-stacked weights
+def init_params(config: TrainConfig, device: torch.device | str = "cpu") -> dict[str, Tensor]:
+    """Stacked initial weights {name: (S, ...)}: seed s initialises its model from make_generator(s)."""
+    dtype = DTYPES[config.dtype]
+    states = [build_module(config, dtype=dtype, generator=make_generator(s)).state_dict() for s in config.seeds]
+    return {k: torch.stack([st[k] for st in states]).to(device) for k in states[0]}
+
+
+def trainable_names(config: TrainConfig) -> list[str]:
+    template = build_module(config, device="meta")
+    return [k for k, p in template.named_parameters() if p.requires_grad]
+
+
+def seed_learner(config: TrainConfig, params: dict[str, Tensor], index: int) -> Any:
+    """The trained model of seed number `index` (position in config.seeds) as a learner."""
+    first = next(iter(params.values()))
+    module = build_module(config, dtype=first.dtype, device=first.device)
+    module.load_state_dict({k: v[index] for k, v in params.items()})
+    return as_learner(config, module, name=f"trained_seed{config.seeds[index]}")

@@ -6,9 +6,10 @@ import shutil  # noqa: F401  (used by a skipif condition)
 import pytest
 import torch
 
-from icgd.train import kernel
-from icgd.train.fast import _LinearAttention, compute_path
-from icgd.train.kernel import from_blocks, to_blocks
+from icgd.train import compiled as kernel
+from icgd.train.backends import select
+from icgd.train.compiled import from_blocks, to_blocks
+from icgd.train.fused import _LinearAttention
 
 needs_kernel = pytest.mark.skipif("kernel.load() is None", reason="no compiled kernel here")
 
@@ -130,18 +131,20 @@ def test_without_a_compiler_the_fused_path_uses_torch_products(monkeypatch, tmp_
     monkeypatch.setenv("ICGD_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
     assert kernel.load() is None and "no C compiler" in kernel.status()
-    stack = load_config("lsa-5").stack_config()
-    assert compute_path(stack, torch.float32, "cpu") == "fused"
+    config = load_config("lsa-5")
+    chosen = select(config)
+    assert chosen.name == "fused" and "no C compiler" in chosen.reason
     monkeypatch.setattr(kernel, "_state", {})
-    monkeypatch.setenv("ICGD_KERNEL", "0")
+    monkeypatch.setenv("ICGD_COMPILED", "0")
     monkeypatch.delenv("CC")
-    assert kernel.load() is None and "ICGD_KERNEL=0" in kernel.status()
-    assert compute_path(stack, torch.float32, "cpu") == "fused"
+    assert kernel.load() is None and "ICGD_COMPILED=0" in kernel.status()
+    chosen = select(config)
+    assert chosen.name == "fused" and "ICGD_COMPILED=0" in chosen.reason
 
 
 @pytest.mark.skipif("shutil.which('cc') is None", reason="no C compiler")
 def test_a_broken_source_is_reported_not_raised(monkeypatch, tmp_path):
-    bad = tmp_path / "lsa_kernel.c"
+    bad = tmp_path / "compiled_attention.c"
     bad.write_text("this is not C\n")
     monkeypatch.setattr(kernel, "_state", {})
     monkeypatch.setattr(kernel, "_SOURCE", bad)

@@ -1,10 +1,14 @@
-"""The compiled CPU kernel of one-head linear and softmax attention (lsa_kernel.c) and its autograd function.
+"""The compiled backend: one-head linear and softmax attention written in C (compiled_attention.c) and its
+autograd function.
 
-The C source ships with the package and is compiled on first use with the machine's C compiler
-(`cc -O3 -march=native -fopenmp`, else without OpenMP on one thread) into a cache folder (`$ICGD_CACHE_DIR`, else ~/.cache/icgd), keyed by a hash of
-the source, the compiler and the CPU, and loaded with ctypes. Where no compiler works, or with
-`ICGD_KERNEL=0`, `load()` returns None and the fused path uses PyTorch products instead (same math;
-results differ at float rounding). Nothing happens at import.
+Why hand-written: on 2 CPU cores these 11 x 11 products are latency-bound, and the C code (tasks 16 at a
+time as vector lanes, one call per residual layer) measured 3-4x faster per step than the fused PyTorch
+products (README, "Speed"). The C source ships with the package and is compiled on first use with the
+machine's C compiler (`cc -O3 -march=native -fopenmp`, else without OpenMP on one thread) into a cache
+folder (`$ICGD_CACHE_DIR`, else ~/.cache/icgd), keyed by a hash of the source, the compiler and the CPU,
+and loaded with ctypes. Where no compiler works, or with `ICGD_COMPILED=0`, `load()` returns None and
+the fused backend is used instead (same math; results differ at float rounding). Nothing happens at
+import.
 """
 
 from __future__ import annotations
@@ -21,13 +25,13 @@ import torch
 from torch import Tensor
 
 LANES = 16
-_SOURCE = Path(__file__).with_name("lsa_kernel.c")
-_DRIVER = ('#define REAL float\n#define IREAL int32_t\n#define SUFFIX _f32\n#include "lsa_kernel.c"\n'
+_SOURCE = Path(__file__).with_name("compiled_attention.c")
+_DRIVER = ('#define REAL float\n#define IREAL int32_t\n#define SUFFIX _f32\n#include "compiled_attention.c"\n'
            '#undef REAL\n#undef IREAL\n#undef SUFFIX\n'
-           '#define REAL double\n#define IREAL int64_t\n#define SUFFIX _f64\n#include "lsa_kernel.c"\n')
+           '#define REAL double\n#define IREAL int64_t\n#define SUFFIX _f64\n#include "compiled_attention.c"\n')
 _FLAGS = ["-O3", "-march=native", "-shared", "-fPIC", "-std=gnu11"]
-_PREFIX = {"linear": "lsa", "softmax": "smx"}  # the kernel's functions for each attention kernel
-_STACK_BYTES = 1 << 20  # the kernel's per-thread work buffers live on the stack: keep them small
+_PREFIX = {"linear": "lsa", "softmax": "smx"}  # the C functions for each attention kernel
+_STACK_BYTES = 1 << 20  # the C code's per-thread work buffers live on the stack: keep them small
 _state: dict[str, object] = {}
 
 
@@ -55,7 +59,7 @@ def _compile() -> tuple[ctypes.CDLL | None, str]:
         return None, f"no C compiler ({cc}): {e}"
     key = hashlib.sha256("\0".join([_SOURCE.read_text(), _DRIVER, version, " ".join(_FLAGS), _cpu_id(),
                                     platform.machine()]).encode()).hexdigest()[:16]
-    target = cache_dir() / f"lsa_kernel-{key}.so"
+    target = cache_dir() / f"compiled_attention-{key}.so"
     if not target.exists():
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -88,9 +92,13 @@ def _compile() -> tuple[ctypes.CDLL | None, str]:
     return lib, f"compiled {target}"
 
 
+def _disabled() -> bool:
+    return os.environ.get("ICGD_COMPILED", "1") == "0"
+
+
 def load() -> ctypes.CDLL | None:
-    """The compiled kernel, or None (ICGD_KERNEL=0, or no working C compiler: see `status()`)."""
-    if os.environ.get("ICGD_KERNEL", "1") == "0":
+    """The compiled library, or None (ICGD_COMPILED=0, or no working C compiler: see `status()`)."""
+    if _disabled():
         return None
     if "lib" not in _state:
         _state["lib"], _state["status"] = _compile()
@@ -99,21 +107,21 @@ def load() -> ctypes.CDLL | None:
 
 def status() -> str:
     """Why `load()` gives what it gives."""
-    if os.environ.get("ICGD_KERNEL", "1") == "0":
-        return "disabled by ICGD_KERNEL=0"
+    if _disabled():
+        return "disabled by ICGD_COMPILED=0"
     load()
     return str(_state["status"])
 
 
 def usable(*tensors: Tensor) -> bool:
-    """Whether the kernel can compute with these tensors (CPU, float32 or float64) and is available."""
+    """Whether the compiled code can compute with these tensors (CPU, float32 or float64) and is available."""
     t0 = tensors[0]
     return (t0.device.type == "cpu" and t0.dtype in (torch.float32, torch.float64)
             and all(t.dtype == t0.dtype and t.device == t0.device for t in tensors) and load() is not None)
 
 
 def fits(n_tokens: int, d: int, dtype: torch.dtype) -> bool:
-    """Whether the kernel's per-thread buffers for n_tokens tokens of width d fit its stack budget (1 MiB;
+    """Whether the compiled code's per-thread buffers for n_tokens tokens of width d fit its stack budget (1 MiB;
     larger contexts use the PyTorch products)."""
     item = torch.empty(0, dtype=dtype).element_size()
     return (6 * n_tokens * d + 2 * d * d + d) * LANES * item <= _STACK_BYTES
@@ -125,7 +133,7 @@ def _ptr(t: Tensor | None) -> int | None:
 
 def _run(fn, args: list) -> None:
     if fn(*args, max(1, torch.get_num_threads())):
-        raise RuntimeError("attention kernel failed")
+        raise RuntimeError("compiled attention failed")
 
 
 def to_blocks(x: Tensor) -> Tensor:
@@ -147,7 +155,7 @@ def attention(tok: Tensor, m: Tensor, u: Tensor, n: int, q0: int, q1: int, scale
               residual: int | None = None, lam: float = 1.0, clip: float | None = None,
               kind: str = "linear") -> Tensor:
     """One head of attention over the context rows i < n, for the query rows t in [q0, q1), per seed and
-    task, computed by the compiled kernel on tokens in block layout (`to_blocks`); differentiable.
+    task, computed by the compiled code on tokens in block layout (`to_blocks`); differentiable.
     kind "linear": o_t = U C M x_t with C = scale * sum_{i < n} x_i x_i^T (M = W_K^T W_Q, U = P W_V);
     kind "softmax": o_t = U sum_i w_ti x_i with w_t = scale * softmax_i(x_i . M x_t) (M = W_K^T W_Q / tau).
 
@@ -161,12 +169,12 @@ def attention(tok: Tensor, m: Tensor, u: Tensor, n: int, q0: int, q1: int, scale
     if clip is not None and not clip > 0:
         raise ValueError(f"clip must be > 0, got {clip}")
     if kind not in _PREFIX:
-        raise ValueError(f"kernel: attention kind must be one of {sorted(_PREFIX)}, got {kind!r}")
-    return KernelAttention.apply(tok, m, u, n, q0, q1, scale, -1 if residual is None else residual,
+        raise ValueError(f"compiled attention: kind must be one of {sorted(_PREFIX)}, got {kind!r}")
+    return CompiledAttention.apply(tok, m, u, n, q0, q1, scale, -1 if residual is None else residual,
                                  lam, 0.0 if clip is None else clip, _PREFIX[kind])
 
 
-class KernelAttention(torch.autograd.Function):
+class CompiledAttention(torch.autograd.Function):
     """The autograd function behind `attention` (all arguments positional; g0 = -1: no residual, clip 0:
     no clamp; prefix "lsa" or "smx", the C functions)."""
 
@@ -182,7 +190,7 @@ class KernelAttention(torch.autograd.Function):
         nb, tt = tok.shape[-4], tok.shape[-3]
         if (tok.shape[-2:] != (d, LANES) or not 0 < n <= tt or not 0 <= q0 < q1 <= tt
                 or (g0 >= 0 and g0 + g > d)):
-            raise ValueError(f"kernel: tokens {tuple(tok.shape)} do not fit D={d}, n={n}, rows {q0}:{q1}, "
+            raise ValueError(f"compiled attention: tokens {tuple(tok.shape)} do not fit D={d}, n={n}, rows {q0}:{q1}, "
                              f"residual coordinates {g0}:{g0 + g}")
         dims = _Dims(s_n, nb, tt, n, q0, q1, d, g, g0, nb * tt * d if tok.dim() == 5 else 0)
         out = tok.new_empty(s_n, nb, q1 - q0, g, LANES)
@@ -208,3 +216,20 @@ class KernelAttention(torch.autograd.Function):
              [_ptr(tok), _ptr(m), _ptr(u), _ptr(go), _ptr(gtok), _ptr(gm_part), _ptr(gu_part),
               ctypes.byref(dims), *fctx.args])
         return gtok, gm_part.sum(1), gu_part.sum(1), None, None, None, None, None, None, None, None
+
+
+def ineligible(config, dtype: torch.dtype, device: torch.device | str, n_tokens: int, width: int) -> str | None:
+    """Why the compiled backend cannot run this stack (a `StackConfig` the fused backend runs), or None when
+    it can: one head, no MLP or LayerNorm, float32/float64 on the CPU, a context that fits its buffers, and
+    a library that compiled here."""
+    if config.attention.n_heads != 1:
+        return f"{config.attention.n_heads} heads (it computes one)"
+    if config.mlp or config.layer_norm:
+        return "MLP or LayerNorm blocks (it computes attention-only stacks)"
+    if torch.device(device).type != "cpu" or dtype not in (torch.float32, torch.float64):
+        return f"{dtype} on {torch.device(device)} (it runs float32/float64 on the CPU)"
+    if not fits(n_tokens, width, dtype):
+        return f"{n_tokens} tokens of width {width} exceed its buffers"
+    if load() is None:
+        return status()
+    return None

@@ -1,4 +1,4 @@
-"""A fused path for stacks of linear or softmax attention on concatenated tokens, several seeds at once.
+"""The fused backend: stacks of linear or softmax attention on concatenated tokens, several seeds at once.
 
 Same math as `Stack` + `ConcatTokens` (tested equal in value and gradient). Linear attention: for each
 layer and head, token e_j <- e_j + lambda * sum_h U_h C M_h e_j with M_h = W_K,h^T W_Q,h, U_h = P_h W_V,h
@@ -23,41 +23,37 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from icgd.nn.attention import attention_products
 from icgd.nn.stack import StackConfig
-from icgd.train import kernel
+from icgd.train import compiled
 
 
-def fast_supported(config: StackConfig) -> bool:
-    """Whether `lsa_predictions` computes this stack exactly."""
+def ineligible(config: StackConfig) -> str | None:
+    """Why the fused backend cannot compute this stack exactly, or None when it can (linear or softmax
+    attention, the same in every layer, no causal mask, queries not among the keys)."""
     a = config.attention
-    return (a.kernel in ("linear", "softmax") and not a.causal and not a.query_in_keys
-            and config.kernels is None)
+    if not config.uniform:
+        return "layers with different attention"
+    if a.kernel not in ("linear", "softmax"):
+        return f"attention kernel {a.kernel!r} (it covers linear and softmax)"
+    if a.causal or a.query_in_keys:
+        return "a causal mask or queries among the keys"
+    return None
 
 
-def kernel_supported(config: StackConfig) -> bool:
-    """Whether the stack is one the compiled kernel computes (one head of linear or softmax attention, no
-    MLP, no LayerNorm); it is used when it also compiles here and the tensors are float32/float64 on the
-    CPU."""
-    return fast_supported(config) and config.attention.n_heads == 1 and not (config.mlp or config.layer_norm)
-
-
-def compute_path(config: StackConfig, dtype: torch.dtype, device: torch.device | str) -> str:
-    """"kernel" (compiled, `icgd.train.kernel`), "fused" (PyTorch products) or "" (not supported).
-    (Contexts too long for the kernel's buffers, `kernel.fits`, go to the PyTorch products.)"""
-    if not fast_supported(config):
-        return ""
-    probe = torch.empty(0, dtype=dtype, device=device)
-    return "kernel" if kernel_supported(config) and kernel.usable(probe) else "fused"
+def use_compiled(config: StackConfig, dtype: torch.dtype, device: torch.device | str, n_tokens: int,
+                 width: int) -> bool:
+    """Whether `lsa_predictions` hands this stack to the compiled backend (`compiled.ineligible`)."""
+    return compiled.ineligible(config, dtype, device, n_tokens, width) is None
 
 
 def _multiplied_out(params: dict[str, Tensor], p: str, softmax: bool, d_pad: int | None = None
                     ) -> tuple[Tensor, Tensor]:
     """The layer's weights multiplied out, (S, H, D, D) each: M = W_K^T W_Q (divided by the softmax
     temperature tau for softmax attention) and U = P W_V; zero-padded to d_pad x d_pad when given."""
-    m = params[p + "w_k"].transpose(-1, -2) @ params[p + "w_q"]
+    m, u = attention_products(params[p + "w_q"], params[p + "w_k"], params[p + "w_v"], params[p + "w_o"])
     if softmax:
         m = m / params[p + "kernel_params"][..., 0, None, None]
-    u = params[p + "w_o"] @ params[p + "w_v"]
     pad = 0 if d_pad is None else d_pad - m.shape[-1]
     if pad:
         m = torch.nn.functional.pad(m, (0, pad, 0, pad))
@@ -111,21 +107,25 @@ def _softmax_update(params: dict[str, Tensor], p: str, x: Tensor, ctx: Tensor, d
 
 
 def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
-                    query_x: Tensor, n_steps: int | None = None, dampening: float | None = None) -> Tensor:
+                    query_x: Tensor, n_steps: int | None = None, dampening: float | None = None,
+                    compiled_ok: bool | None = None) -> Tensor:
     """Query predictions (S, B, Q, Dy) of S seed-stacked LSA stacks.
 
     context_x (B, N, Dx) or (S, B, N, Dx); context_y (..., N, Dy); query_x (..., Q, Dx).
+    compiled_ok: run the compiled backend (None: where `use_compiled` says it can).
     """
-    if not fast_supported(config):
-        raise ValueError("the fused path needs linear or softmax attention without mask or query keys")
+    reason = ineligible(config)
+    if reason is not None:
+        raise ValueError(f"the fused backend cannot compute this stack: {reason}")
     n_steps = config.n_layers if n_steps is None else n_steps
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
     lam = config.dampening if dampening is None else dampening
-    n_tokens, width = context_x.shape[-2] + query_x.shape[-2], context_x.shape[-1] + context_y.shape[-1]
-    if (kernel_supported(config) and kernel.fits(n_tokens, width, context_x.dtype)
-            and kernel.usable(context_x, context_y, query_x, *params.values())):
-        return _kernel_predictions(params, config, context_x, context_y, query_x, n_steps, lam)
+    if compiled_ok is None:
+        compiled_ok = use_compiled(config, context_x.dtype, context_x.device,
+                                   context_x.shape[-2] + query_x.shape[-2], context_x.shape[-1] + context_y.shape[-1])
+    if compiled_ok:
+        return _compiled_predictions(params, config, context_x, context_y, query_x, n_steps, lam)
     dx, dy, n = context_x.shape[-1], context_y.shape[-1], context_x.shape[-2]
     # zero-pad the token width to a multiple of 4: the padded coordinates stay exactly 0 (their rows and
     # columns of M and U are 0) and small matrix products of width 12 run twice as fast as width 11
@@ -171,27 +171,27 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
     raise AssertionError("unreachable")
 
 
-def _kernel_predictions(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
-                        query_x: Tensor, n_steps: int, lam: float) -> Tensor:
-    """`lsa_predictions` of one-head linear or softmax attention stacks by the compiled kernel: the tokens
+def _compiled_predictions(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
+                          query_x: Tensor, n_steps: int, lam: float) -> Tensor:
+    """`lsa_predictions` of one-head linear or softmax attention stacks by the compiled backend: the tokens
     stay in its block layout (tasks in groups of 16, task index last) through all layers, and each layer
-    (residual, dampening and clipping included) is one call of the kernel."""
+    (residual, dampening and clipping included) is one call of the C code."""
     dx, dy, n = context_x.shape[-1], context_y.shape[-1], context_x.shape[-2]
     d = dx + dy
     tokens = torch.cat([torch.cat([context_x, context_y], -1),
                         torch.cat([query_x, query_x.new_zeros(*query_x.shape[:-1], dy)], -1)], -2)
     b, t = tokens.shape[-3], tokens.shape[-2]
-    tok = kernel.to_blocks(tokens)  # (NB, T, D, L) shared by the seeds, or (S, NB, T, D, L)
+    tok = compiled.to_blocks(tokens)  # (NB, T, D, L) shared by the seeds, or (S, NB, T, D, L)
     scale = 1.0 / n if config.attention.normalize == "count" else 1.0
     kind = config.attention.kernel
     for step in range(n_steps):
         p = f"layers.{0 if config.recurrent else step}.attn."
         m, u = (w[:, 0] for w in _multiplied_out(params, p, kind == "softmax"))  # (S, D, D): one head
         if step == n_steps - 1:  # the query rows' y-entries only: all the loss reads
-            y = kernel.attention(tok, m, u[:, dx:d], n, n, t, scale, residual=dx, lam=lam, clip=config.clip,
+            y = compiled.attention(tok, m, u[:, dx:d], n, n, t, scale, residual=dx, lam=lam, clip=config.clip,
                                  kind=kind)
-            return -kernel.from_blocks(y, b)
-        tok = kernel.attention(tok, m, u, n, 0, t, scale, residual=0, lam=lam, clip=config.clip, kind=kind)
+            return -compiled.from_blocks(y, b)
+        tok = compiled.attention(tok, m, u, n, 0, t, scale, residual=0, lam=lam, clip=config.clip, kind=kind)
     raise AssertionError("unreachable")
 
 
@@ -331,7 +331,8 @@ class _SharedLinearAttention(torch.autograd.Function):
 
 
 def lsa_losses(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
-               query_x: Tensor, query_y: Tensor) -> Tensor:
-    """Per-seed training losses (S,): mean over tasks and queries of 0.5 * ||y_hat - y||^2."""
-    pred = lsa_predictions(params, config, context_x, context_y, query_x)
+               query_x: Tensor, query_y: Tensor, compiled_ok: bool | None = None) -> Tensor:
+    """Per-seed training losses (S,): mean over tasks and queries of 0.5 * ||y_hat - y||^2 (the squared-error
+    objective of the regression tasks, `icgd.tasks.base`)."""
+    pred = lsa_predictions(params, config, context_x, context_y, query_x, compiled_ok=compiled_ok)
     return 0.5 * ((pred - query_y) ** 2).sum(-1).mean((-1, -2))

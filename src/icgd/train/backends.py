@@ -1,0 +1,112 @@
+"""The one seam between a training config and the code that computes its per-seed losses.
+
+Three backends compute the same losses (tested equal in value and gradient):
+- "compiled": C code for one-head linear or softmax attention stacks on the CPU (`icgd.train.compiled`);
+- "fused": PyTorch products written out for linear or softmax attention stacks on concatenated tokens,
+  any head count, MLP and LayerNorm, any device (`icgd.train.fused`);
+- "generic": any model, each seed's module called through `torch.func.vmap` (about 10x slower).
+
+`select(config, device)` picks the fastest that applies; each backend has one eligibility rule
+(`fused.ineligible`, `compiled.ineligible`) and the choice comes with the reason a faster one was not
+taken, which `icgd train` prints and env.json / summary.json record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import Tensor
+from torch.func import functional_call, vmap
+
+from icgd.episodes import Episodes
+from icgd.train import compiled, fused
+from icgd.train.config import DTYPES, ModelConfig, TrainConfig
+from icgd.train.models import as_learner, build_module, param_prefix
+
+#: fn(params {name: (S, ...)}, context_x, context_y, query_x, query_y) -> per-seed losses (S,)
+LossFn = Callable[..., Tensor]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The chosen backend: its name, why it (and not a faster one) was chosen, and its loss function."""
+
+    name: str
+    reason: str
+    loss_fn: LossFn = None  # type: ignore[assignment]
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.reason})"
+
+
+def fused_ineligible(config: TrainConfig) -> str | None:
+    """Why the fused backend cannot train this config, or None when it can."""
+    m = config.model
+    if not isinstance(m, ModelConfig):
+        return f"model kind {m.kind!r} (it covers attention stacks)"
+    if m.tokens != "concat":
+        return f"{m.tokens} tokens (it covers concatenated tokens)"
+    if getattr(config.task, "objective", None) != "squared_error":
+        return f"objective {getattr(config.task, 'objective', None)!r} (it computes the squared error)"
+    if not config.fast:
+        return "fast: false in the config"
+    return fused.ineligible(config.stack_config())
+
+
+def compiled_ineligible(config: TrainConfig, device: torch.device | str) -> str | None:
+    """Why the compiled backend cannot train this config, or None when it can."""
+    reason = fused_ineligible(config)
+    if reason is not None:
+        return reason
+    t = config.task
+    return compiled.ineligible(config.stack_config(), DTYPES[config.dtype], device, t.n_context + t.n_queries,
+                               t.dx + t.dy)
+
+
+def select(config: TrainConfig, device: torch.device | str = "cpu") -> Backend:
+    """The fastest backend that computes `config`'s losses exactly on `device`."""
+    no_fused = fused_ineligible(config)
+    if no_fused is not None:
+        return Backend("generic", f"fused backend not eligible: {no_fused}", _generic_losses(config))
+    stack_cfg = config.stack_config()
+    no_compiled = compiled_ineligible(config, device)
+    if no_compiled is None:
+        return Backend("compiled", "one-head attention stack on the CPU",
+                       lambda params, *batch: fused.lsa_losses(params, stack_cfg, *batch, compiled_ok=True))
+    return Backend("fused", f"compiled backend not eligible: {no_compiled}",
+                   lambda params, *batch: fused.lsa_losses(params, stack_cfg, *batch, compiled_ok=False))
+
+
+def _generic_losses(config: TrainConfig) -> LossFn:
+    template = as_learner(config, build_module(config, device="meta"))
+    prefix = param_prefix(config)
+    task_loss = config.task.loss
+
+    def one(p: dict[str, Tensor], cx: Tensor, cy: Tensor, qx: Tensor, qy: Tensor) -> Tensor:
+        pred = functional_call(template, {prefix + k: v for k, v in p.items()}, (Episodes(cx, cy, qx, qy),))
+        return task_loss(pred, qy).mean()
+
+    shared = config.data == "shared"
+
+    def losses(params: dict[str, Tensor], *batch: Tensor) -> Tensor:
+        return vmap(one, in_dims=(0,) + ((None,) * 4 if shared else (0,) * 4))(params, *batch)
+
+    return losses
+
+
+def backend(config: TrainConfig, name: str, device: torch.device | str = "cpu") -> Backend:
+    """Backend `name` ("compiled", "fused" or "generic") for `config`, whether or not `select` would pick it
+    (to compare backends); ValueError with the reason when it cannot compute this config."""
+    if name == "generic":
+        return Backend("generic", "asked for", _generic_losses(config))
+    reason = fused_ineligible(config) if name == "fused" else compiled_ineligible(config, device)
+    if name not in ("fused", "compiled"):
+        raise ValueError(f"unknown backend {name!r}; known: compiled, fused, generic")
+    if reason is not None:
+        raise ValueError(f"the {name} backend cannot compute this config: {reason}")
+    stack_cfg = config.stack_config()
+    ok = name == "compiled"
+    return Backend(name, "asked for",
+                   lambda params, *batch: fused.lsa_losses(params, stack_cfg, *batch, compiled_ok=ok))
