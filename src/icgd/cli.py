@@ -111,7 +111,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(json.dumps(s, indent=2))
     else:
         print(f"run {s['name']}: {s['status']} after {s['steps']} steps in {s['wall_seconds']:.1f} s "
-              f"({s['seed_steps_per_s']} seed-steps/s, {s['compute_path']}); {result.run_dir}")
+              f"({s['seed_steps_per_s']} seed-steps/s); {result.run_dir}")
+        print(f"backend {s['backend']}: {s['backend_reason']}")
         ref = s["reference"]
         print(f"reference {ref['learner']} ({ref['steps']} steps): loss {ref['loss']:.5g}")
         for r in s["seeds"]:

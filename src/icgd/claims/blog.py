@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from icgd.claims.base import Claim, suite
+from icgd.experiments import blog as X
 
 ETA, DAMP, LSTM, SCALE = "blog-eta", "blog-dampening", "blog-lstm", "blog-scaling"
 
@@ -12,46 +13,46 @@ def claims() -> list[Claim]:
     return [
         Claim("eta-matches-line-search", "the analytic optimal eta of one GD step equals the line search's "
               "(largest relative difference, same tasks)", "'Analysis on the learning rate'", ETA,
-              lambda r: max(r[ETA]["a1.max_relative_difference"], r[ETA]["a0.5.max_relative_difference"]), "<", 1e-3,
+              lambda r: max(r[ETA][X.ETA_MAX_DIFFERENCE.format(tag="a1")], r[ETA][X.ETA_MAX_DIFFERENCE.format(tag="a0.5")]), "<", 1e-3,
               "both minimise the same empirical quadratic; the line search stops at a relative width of 1e-7, "
               "so 0.1% leaves room for nothing but a wrong formula"),
         Claim("eta-fast", "the analytic eta is computed far faster than by line search (time ratio)",
-              "'Analysis on the learning rate'", ETA, lambda r: r[ETA]["a1.speedup"], ">", 100,
+              "'Analysis on the learning rate'", ETA, lambda r: r[ETA][X.ETA_SPEEDUP.format(tag="a1")], ">", 100,
               "the source: about 10 ms against about 10 s; two orders of magnitude is the claim's substance"),
         Claim("tf-eta-optimal", "the trained 1-layer LSA implements GD with the optimal eta (relative error of "
               "its implicit eta)", "'Analysis on the learning rate'", ETA,
-              lambda r: r[ETA]["a1.tf_eta_relative_error_median"], "<", 0.05,
+              lambda r: r[ETA][X.TF_ETA_ERROR.format(tag="a1")], "<", 0.05,
               "'the linear transformer implicitly optimizes the GD learning rate'; 5%, median seed"),
         Claim("dampening-lowers-loss", "with dampening 0.7, 50 applications of the trained layer end below one "
               "application (loss ratio, mean over all tasks)", "'How about multiple layers?'", DAMP,
-              lambda r: r[DAMP]["lambda_0_7.tf_final_over_first_all_tasks_median"], "<", 1.0,
+              lambda r: r[DAMP][X.DAMPING_MEDIAN.format(key="lambda_0_7", measure="tf_final_over_first_all_tasks")], "<", 1.0,
               "every task counted (a diverged task makes the mean infinite); median seed"),
         Claim("dampening-monotone", "with dampening 0.7 the loss falls at every one of the 50 applications "
               "(largest ratio of consecutive applications, mean over tasks)", "'How about multiple layers?'", DAMP,
-              lambda r: r[DAMP]["lambda_0_7.tf_max_consecutive_ratio_median"], "<", 1.0,
+              lambda r: r[DAMP][X.DAMPING_MEDIAN.format(key="lambda_0_7", measure="tf_max_consecutive_ratio")], "<", 1.0,
               "the source's curve decreases monotonically; tasks that diverged are left out (the claim above counts "
               "them); median seed"),
         Claim("dampening-matches-gd", "the dampened layer follows GD with eta * 0.7 over the 50 applications "
               "(largest |TF/GD - 1| of the mean loss)", "'How about multiple layers?'", DAMP,
-              lambda r: r[DAMP]["lambda_0_7.max_relative_tf_gd_difference_median"], "<", 0.1,
+              lambda r: r[DAMP][X.DAMPING_MEDIAN.format(key="lambda_0_7", measure="max_relative_tf_gd_difference")], "<", 0.1,
               "the source's curves overlap on a log axis; 10% relative, as for the OOD claim of source 000"),
         Claim("lstm-not-gd", "unidirectional LSTMs do not implement a GD step: their best sensitivity cosine "
               "with GD over depths / the LSA's", "'Is this behavior unique to transformers?'", LSTM,
-              lambda r: r[LSTM]["lstm.best_cosine_over_lsa"], "<", 0.9,
+              lambda r: r[LSTM][X.LSTM_BEST_COSINE_OVER_LSA], "<", 0.9,
               "'well below': 10% under the LSA's cosine (which is within 0.2% of 1), median seeds"),
         Claim("bilstm-depth", "bidirectional LSTMs align better with GD with depth (cosine at the deepest "
               "minus at 1 layer)", "'Is this behavior unique to transformers?'", LSTM,
-              lambda r: r[LSTM]["bilstm.cosine_gain_deepest_vs_1"], ">", 0.0, "any gain; median seeds"),
+              lambda r: r[LSTM][X.BILSTM_COSINE_GAIN], ">", 0.0, "any gain; median seeds"),
         Claim("bilstm-better", "bidirectional LSTMs learn better than unidirectional ones at 2+ layers "
               "(largest BiLSTM / LSTM loss ratio)", "'Is this behavior unique to transformers?'", LSTM,
-              lambda r: r[LSTM]["bilstm_over_lstm.max_loss_ratio_depth_ge_2"], "<", 1.0, "median seeds"),
+              lambda r: r[LSTM][X.BILSTM_OVER_LSTM], "<", 1.0, "median seeds"),
         Claim("lstm-worse-than-tf", "LSTMs learn linear functions in context less well than the transformer "
               "(best LSTM or BiLSTM loss / 1-layer LSA loss)", "'Is this behavior unique to transformers?'", LSTM,
-              lambda r: r[LSTM]["best_lstm_loss_over_lsa"], ">", 1.0, "median seeds"),
+              lambda r: r[LSTM][X.BEST_LSTM_OVER_LSA], ">", 1.0, "median seeds"),
         Claim("loss-falls-with-n", "test loss falls as the context size grows (largest ratio of consecutive "
               "N = 5, 10, 20, 40)", "'Pre-training setup'", SCALE,
-              lambda r: r[SCALE]["max_consecutive_ratio_context"], "<", 1.0, "every increase of N; median seeds"),
+              lambda r: r[SCALE][X.RATIO_CONTEXT], "<", 1.0, "every increase of N; median seeds"),
         Claim("loss-falls-with-depth", "test loss falls as the number of layers grows (largest ratio of "
               "consecutive depths 1-4)", "'Pre-training setup'", SCALE,
-              lambda r: r[SCALE]["max_consecutive_ratio_depth"], "<", 1.0, "every added layer; median seeds"),
+              lambda r: r[SCALE][X.RATIO_DEPTH], "<", 1.0, "every added layer; median seeds"),
     ]

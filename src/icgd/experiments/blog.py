@@ -27,6 +27,7 @@ from icgd.episodes import make_generator
 from icgd.experiments.common import (
     Size,
     curves,
+    eval_every,
     eval_tasks,
     median,
     one_layer_run,
@@ -55,6 +56,18 @@ from icgd.readoff import (
 )
 from icgd.tasks.linear import LinearRegression
 from icgd.train.config import TrainConfig, build_config
+
+# ---- result keys the claims read (icgd.claims.blog); {tag} etc. are filled by `.format`
+ETA_MAX_DIFFERENCE = "{tag}.max_relative_difference"  # blog-eta, tag a1 or a0.5
+ETA_SPEEDUP = "{tag}.speedup"
+TF_ETA_ERROR = "{tag}.tf_eta_relative_error_median"
+DAMPING_MEDIAN = "{key}.{measure}_median"  # blog-dampening, key lambda_0_7 or lambda_1
+LSTM_BEST_COSINE_OVER_LSA = "lstm.best_cosine_over_lsa"  # blog-lstm
+BILSTM_COSINE_GAIN = "bilstm.cosine_gain_deepest_vs_1"
+BILSTM_OVER_LSTM = "bilstm_over_lstm.max_loss_ratio_depth_ge_2"
+BEST_LSTM_OVER_LSA = "best_lstm_loss_over_lsa"
+RATIO_CONTEXT = "max_consecutive_ratio_context"  # blog-scaling
+RATIO_DEPTH = "max_consecutive_ratio_depth"
 
 ETA_SEED = 20_240_100
 #: independent task sets of the learning-rate study, and tasks in each
@@ -134,16 +147,16 @@ def eta(ctx: ExperimentContext) -> None:
                                                                 mine[0]["eta_analytic_ci_high"]])
         ctx.result(f"{tag}.eta_line_search", ls[0])
         ctx.result(f"{tag}.eta_line_search_ci95", [ls[1], ls[2]])
-        ctx.result(f"{tag}.max_relative_difference", max(m["relative_difference"] for m in mine))
+        ctx.result(ETA_MAX_DIFFERENCE.format(tag=tag), max(m["relative_difference"] for m in mine))
         ctx.result(f"{tag}.seconds_analytic_median", t_an)
         ctx.result(f"{tag}.seconds_line_search_median", t_ls)
-        ctx.result(f"{tag}.speedup", t_ls / t_an)
+        ctx.result(ETA_SPEEDUP.format(tag=tag), t_ls / t_an)
         # the trained 1-layer LSA's implicit learning rate
         res = one_layer_run(ctx, a)
         tf_etas = [implicit_eta(*products(lr.model), task.dx, task.n_context) for lr in seed_learners(res)]
         errs = [abs(e / an[0] - 1) for e in tf_etas]
         ctx.result(f"{tag}.tf_etas", tf_etas)
-        ctx.result(f"{tag}.tf_eta_relative_error_median", median(errs))
+        ctx.result(TF_ETA_ERROR.format(tag=tag), median(errs))
         ctx.report(f"x ~ U(-{a:g}, {a:g}): the analytic eta* equals the line search's",
                    f"analytic {an[0]:.4f} [{an[1]:.4f}, {an[2]:.4f}], line search {ls[0]:.4f} [{ls[1]:.4f}, "
                    f"{ls[2]:.4f}] ({reps} sets of {n_tasks} tasks); largest relative difference on the same "
@@ -227,7 +240,7 @@ def dampening(ctx: ExperimentContext) -> None:
         mine = [r for r in per_seed if r["lambda"] == lam]
         for k in ("tf_final_over_first_all_tasks", "fraction_of_tasks_decreasing", "tf_diverged_tasks",
                   "max_relative_tf_gd_difference", "tf_max_consecutive_ratio"):
-            ctx.result(f"{key}.{k}_median", median([r[k] for r in mine]))
+            ctx.result(DAMPING_MEDIAN.format(key=key, measure=k), median([r[k] for r in mine]))
         ctx.result(f"{key}.gd_final_over_first", float(g[-1, g_ok].mean() / g[0, g_ok].mean()))
         ctx.result(f"{key}.gd_fraction_of_tasks_decreasing", float((g[-1] < g[0]).double().mean()))
         ctx.report(f"lambda = {lam:g}: {REPEATS} dampened applications of the trained layer lower the loss and "
@@ -269,7 +282,7 @@ def lstm_config(ctx: ExperimentContext, layers: int, bidirectional: bool) -> Tra
     its sizes), against one tuned GD step."""
     n = size(ctx, Size(quick=1500, full=4000, smoke=4))
     name = f"{'bi' if bidirectional else ''}lstm-{layers}"
-    ev = {"every": max(n // 20, 1), "n_tasks": size(ctx, LSTM_CURVE_TASKS), "reference": "gd",
+    ev = {"every": eval_every(ctx, n, 20), "n_tasks": size(ctx, LSTM_CURVE_TASKS), "reference": "gd",
           "reference_steps": 1, "alignment_tasks": size(ctx, LSTM_CURVE_ALIGN_TASKS)}
     if ctx.mode == "smoke":
         ev["n_tune"] = 256
@@ -322,11 +335,11 @@ def lstm(ctx: ExperimentContext) -> None:
     ctx.result("gd_loss", gd_loss)
     ctx.result("zero_loss", zero_loss)
     ctx.result("lstm.best_cosine", max(med[n]["sensitivity_cosine"] for n in uni))
-    ctx.result("lstm.best_cosine_over_lsa", ctx.results["lstm.best_cosine"] / med["lsa-1"]["sensitivity_cosine"])
-    ctx.result("bilstm.cosine_gain_deepest_vs_1", med[bid[-1]]["sensitivity_cosine"] - med[bid[0]]["sensitivity_cosine"])
-    ctx.result("bilstm_over_lstm.max_loss_ratio_depth_ge_2",
+    ctx.result(LSTM_BEST_COSINE_OVER_LSA, ctx.results["lstm.best_cosine"] / med["lsa-1"]["sensitivity_cosine"])
+    ctx.result(BILSTM_COSINE_GAIN, med[bid[-1]]["sensitivity_cosine"] - med[bid[0]]["sensitivity_cosine"])
+    ctx.result(BILSTM_OVER_LSTM,
                max(med[b]["loss"] / med[u]["loss"] for u, b, k in zip(uni, bid, ks) if k >= 2))
-    ctx.result("best_lstm_loss_over_lsa", min(med[n]["loss"] for n in uni + bid) / med["lsa-1"]["loss"])
+    ctx.result(BEST_LSTM_OVER_LSA, min(med[n]["loss"] for n in uni + bid) / med["lsa-1"]["loss"])
     ctx.report("LSTMs struggle to learn linear functions in context as well as transformers",
                f"loss (median seed): LSA {med['lsa-1']['loss']:.4f}, GD {gd_loss:.4f}, zero {zero_loss:.4f}; "
                + ", ".join(f"{n} {med[n]['loss']:.4f}" for n in uni + bid))
@@ -417,7 +430,7 @@ def scaling(ctx: ExperimentContext) -> None:
         ctx.result(f"n{n}.gd_loss", rec["gd_loss"])
         ctx.result(f"n{n}.tf_trained_at_10_loss_median", rec["tf10_loss"])
     ns = CONTEXT_SIZES
-    ctx.result("max_consecutive_ratio_context", max(by_n[b]["tf_loss"] / by_n[a]["tf_loss"] for a, b in zip(ns, ns[1:])))
+    ctx.result(RATIO_CONTEXT, max(by_n[b]["tf_loss"] / by_n[a]["tf_loss"] for a, b in zip(ns, ns[1:])))
     ctx.report("the test loss decreases as the context size increases",
                "TF loss (median seed) / GD: " + ", ".join(
                    f"N={n} {by_n[n]['tf_loss']:.4f} / {by_n[n]['gd_loss']:.4f}" for n in ns))
@@ -441,7 +454,7 @@ def scaling(ctx: ExperimentContext) -> None:
         ctx.result(f"depth{k}.tf_loss_median", by_k[k]["tf_loss"])
         ctx.result(f"depth{k}.gd_loss", by_k[k]["gd_loss"])
         ctx.result(f"depth{k}.gdpp_loss", by_k[k]["gdpp_loss"])
-    ctx.result("max_consecutive_ratio_depth",
+    ctx.result(RATIO_DEPTH,
                max(by_k[b]["tf_loss"] / by_k[a]["tf_loss"] for a, b in zip(DEPTHS, DEPTHS[1:])))
     ctx.report("the test loss decreases as the number of layers increases",
                "TF loss (median seed) / GD / GD++ with as many steps: " + ", ".join(

@@ -54,13 +54,18 @@ def size(ctx: ExperimentContext, s: Size) -> int:
     return s.of(ctx.mode)
 
 
+def eval_every(ctx: ExperimentContext, steps: int, points: int) -> int:
+    """Evaluate a run of `steps` steps at about `points` points (only at the end in smoke mode)."""
+    return steps if ctx.mode == "smoke" else max(steps // points, 1)
+
+
 def train_config(ctx: ExperimentContext, name: str, model: dict[str, Any], steps: tuple[int, int],
                  lr: float = 1e-3, input_range: float = 1.0, reference: str = "gd", **extra: Any) -> TrainConfig:
     """The SPEC 1 training set-up (batch 2048 of fresh tasks, Adam); steps = (quick, full)."""
     n = Size(*steps, smoke=4).of(ctx.mode)
     raw = {"name": name, "task": {"input_range": input_range}, "model": model, "optim": {"lr": lr},
            "steps": n, "seeds": ctx.seeds, "checkpoint_every": 500,
-           "eval": {"every": max(n // 40, 1), "n_tasks": size(ctx, CURVE_TASKS), "reference": reference,
+           "eval": {"every": eval_every(ctx, n, 40), "n_tasks": size(ctx, CURVE_TASKS), "reference": reference,
                     "alignment_tasks": size(ctx, CURVE_ALIGN_TASKS)}} | extra
     if ctx.mode == "smoke":
         raw["eval"]["n_tune"] = size(ctx, TUNE_TASKS)

@@ -19,6 +19,7 @@ from icgd.experiments.common import (
     CURVE_TASKS,
     Size,
     curves,
+    eval_every,
     eval_tasks,
     median,
     seed_learners,
@@ -34,6 +35,14 @@ from icgd.tasks import LinearRegression, SineRegression
 from icgd.tokens import interleaved_tokens
 from icgd.train.config import TrainConfig, build_config
 from icgd.train.engine import TrainResult
+
+# ---- result keys the claims read (icgd.claims.nonlinear); {measure}, {first} are filled by `.format`
+SINE_MEDIAN = "{measure}_median"  # oswald-sine: tf_loss, initial_function_distance, final_function_distance, ...
+SINE_LOSS_RATIO_MAX = "loss_ratio_max"
+ZERO_LOSS = "zero_loss"  # oswald-sine and oswald-copy
+COPY_LOSS_OVER_GD1 = "{first}.loss_over_gd1_median"  # oswald-copy, first softmax or linear
+COPY_NEIGHBOUR_RATIO = "{first}.neighbour_over_others_final_median"
+COPY_GRADIENT_FIRST = "softmax.grad_before_loss_ratio_median"
 
 EVAL_SEED = 20_231_100
 #: held-out tasks on the 201-point grid of the sine study's figures and distances
@@ -54,7 +63,7 @@ def sine_config(ctx: ExperimentContext, control: bool) -> TrainConfig:
         "name": "sine-gd" if control else "sine-lsa", "task": {"kind": "sine"},
         "model": {"kind": "mlp_lsa", "gd_control": control}, "optim": {"lr": 1e-3}, "steps": n,
         "batch_size": 256, "seeds": ctx.seeds, "checkpoint_every": 500,
-        "eval": {"every": max(n // 40, 1), "n_tasks": size(ctx, CURVE_TASKS), "reference": "zero"}})
+        "eval": {"every": eval_every(ctx, n, 40), "n_tasks": size(ctx, CURVE_TASKS), "reference": "zero"}})
 
 
 def _rms(x: Tensor) -> float:
@@ -90,11 +99,11 @@ def sine(ctx: ExperimentContext) -> None:
     zero = evaluate(ZeroPredictor(), ev).mean
     for key in ("tf_loss", "gd_loss", "initial_function_distance", "final_function_distance",
                 "prediction_difference", "sensitivity_cosine"):
-        ctx.result(f"{key}_median", median([r[key] for r in rows]))
-    ctx.result("loss_ratio_max", max(max(r["tf_loss"] / r["gd_loss"], r["gd_loss"] / r["tf_loss"]) for r in rows))
+        ctx.result(SINE_MEDIAN.format(measure=key), median([r[key] for r in rows]))
+    ctx.result(SINE_LOSS_RATIO_MAX, max(max(r["tf_loss"] / r["gd_loss"], r["gd_loss"] / r["tf_loss"]) for r in rows))
     ctx.result("loss_ratio_median", median([max(r["tf_loss"] / r["gd_loss"], r["gd_loss"] / r["tf_loss"])
                                           for r in rows]))
-    ctx.result("zero_loss", zero)
+    ctx.result(ZERO_LOSS, zero)
     _sine_figures(ctx, tf_run, gd_run, on_grid)
     med = {k: median([r[k] for r in rows]) for k in rows[0] if k != "seed"}
     ctx.report("TF and the GD-on-MLP-features control reach similar loss (Fig. 4)",
@@ -173,7 +182,7 @@ def copy_config(ctx: ExperimentContext, first: str, n_steps: int) -> TrainConfig
         "name": f"copy-{first}", "task": {"dx": 10, "n_context": 10},
         "model": {"n_layers": 2, "kernels": [first, "linear"], "tokens": "interleaved", "query_in_keys": True},
         "optim": {"lr": 1e-3}, "steps": n_steps, "batch_size": 512, "seeds": ctx.seeds, "checkpoint_every": 500,
-        "eval": {"every": max(n_steps // 40, 1), "n_tasks": size(ctx, COPY_CURVE_TASKS), "reference": "gd",
+        "eval": {"every": eval_every(ctx, n_steps, 40), "n_tasks": size(ctx, COPY_CURVE_TASKS), "reference": "gd",
                  "reference_steps": 1, "alignment_tasks": size(ctx, COPY_CURVE_ALIGN_TASKS)}
         | ({"n_tune": 256} if ctx.mode == "smoke" else {})})
 
@@ -233,7 +242,7 @@ def copy(ctx: ExperimentContext) -> None:
                 out |= {f"seed{s}.{k}": v for k, v in g.items()}
             return out
 
-        res, track = ctx.train_tracked(f"copy-{first}", cfg, max(n_steps // 30, 1), measure)
+        res, track = ctx.train_tracked(f"copy-{first}", cfg, eval_every(ctx, n_steps, 30), measure)
         steps = [r["step"] for r in track]
         loss_steps, losses = curves(res, "eval_loss")
         band(axes[0], loss_steps, losses, f"{first} first layer", color, per_seed=True)
@@ -257,15 +266,15 @@ def copy(ctx: ExperimentContext) -> None:
             rows.append(row)
             per_seed.append(row)
         summary[first] = per_seed
-        ctx.result(f"{first}.loss_over_gd1_median", median([r["loss_over_gd1"] for r in per_seed]))
-        ctx.result(f"{first}.neighbour_over_others_final_median",
+        ctx.result(COPY_LOSS_OVER_GD1.format(first=first), median([r["loss_over_gd1"] for r in per_seed]))
+        ctx.result(COPY_NEIGHBOUR_RATIO.format(first=first),
                    median([r["neighbour_grad_final"] / r["others_grad_final"] for r in per_seed]))
         learnt = [r for r in per_seed if r["loss_over_gd1"] < 1.05]
         ctx.result(f"{first}.seeds_reaching_gd1", len(learnt))
         if first == "softmax":
             ratios = [r["neighbour_grad_halfway_step"] / r["loss_halfway_step"] for r in per_seed
                       if r["loss_halfway_step"] <= n_steps]
-            ctx.result("softmax.grad_before_loss_ratio_median", median(ratios) if ratios else float("nan"))
+            ctx.result(COPY_GRADIENT_FIRST, median(ratios) if ratios else float("nan"))
     for ax in axes:
         ax.set_xlabel("training step")
     axes[0].axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="1 step of GD")
@@ -283,7 +292,7 @@ def copy(ctx: ExperimentContext) -> None:
     ctx.table("copy", rows)
     ctx.result("gd1_loss", gd_loss)
     ctx.result("gd2_loss", gd2_loss)
-    ctx.result("zero_loss", zero)
+    ctx.result(ZERO_LOSS, zero)
     sm, li = summary["softmax"], summary["linear"]
     ctx.report("the softmax-then-linear model matches one step of GD (not two)",
                f"loss / 1-step GD: median {median([r['loss_over_gd1'] for r in sm]):.3f} "

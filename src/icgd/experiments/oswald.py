@@ -44,6 +44,21 @@ from icgd.readoff import (
 )
 from icgd.train.engine import TrainResult
 
+# ---- result keys the claims read (icgd.claims.oswald); {tag}, {name} etc. are filled by `.format`
+GAP_MAX = "{tag}.relative_gap_max"  # oswald-1layer, tag a1 or a0.5
+COSINE_MIN = "{tag}.sensitivity_cosine_min"
+KQ_ERROR_MEDIAN = "{tag}.kq_relative_error_median"
+INTERPOLATION_MAX_INCREASE = "max_relative_increase"  # oswald-interpolation
+OOD_MAX_DEVIATION = "max_relative_deviation_alpha_le_1_5"  # oswald-ood
+REPEAT_RATIO_WORST = "{key}.tf_final_over_first_worst_seed"  # oswald-repeat, key lambda_0_7 etc.
+DEEP_MEDIAN = "{tag}.{measure}_median"  # oswald-deep, tag rec2 or five; measure tf_loss, pd_gd, pd_gdpp, ...
+DEEP_GD_LOSS = "{tag}.gd_loss"
+DEPTH_MAX_TF_OVER_GD = "max_tf_over_gd_depths_2_4"  # oswald-depth
+KAPPA_RATIO = "median_kappa_ratio_at_gamma_tf"  # oswald-curvature
+SOFTMAX_LOSS_OVER_GD = "{variant}.loss_over_gd_median"  # oswald-softmax: softmax1, softmax2, layernorm
+SLOWEST_TRANSITION = "h{heads}.slowest_transition"  # oswald-phase
+FIXED_LOSS_OVER_GD = "size_{size}.loss_over_gd_median"  # oswald-fixed-data
+
 #: held-out tasks of each out-of-distribution point
 OOD_TASKS = Size(quick=2048, full=10_000)
 #: held-out tasks of the curvature study (eigenvalues only: cheap)
@@ -81,11 +96,11 @@ def one_layer(ctx: ExperimentContext) -> None:
                          "relative_gap": loss / gd_loss - 1, "prediction_difference": pds[-1],
                          "sensitivity_cosine": coss[-1], "sensitivity_l2": al["sensitivity_l2"].mean,
                          "beta": beta, "kq_relative_error": kq_err, "pv_y_relative_error": pv_err})
-        ctx.result(f"{tag}.relative_gap_max", max(gaps))
+        ctx.result(GAP_MAX.format(tag=tag), max(gaps))
         ctx.result(f"{tag}.relative_gap_median", median(gaps))
-        ctx.result(f"{tag}.sensitivity_cosine_min", min(coss))
+        ctx.result(COSINE_MIN.format(tag=tag), min(coss))
         ctx.result(f"{tag}.prediction_difference_max", max(pds))
-        ctx.result(f"{tag}.kq_relative_error_median", median(kq_errs))
+        ctx.result(KQ_ERROR_MEDIAN.format(tag=tag), median(kq_errs))
         ctx.result(f"{tag}.pv_relative_error_median", median(pv_errs))
         ctx.result(f"{tag}.gd_loss", gd_loss)
         ctx.result(f"{tag}.gd_eta", gd.etas[0])
@@ -146,7 +161,7 @@ def interpolation(ctx: ExperimentContext) -> None:
             rows.append({"seed": s, "alpha": float(al), "loss": losses[-1], "gd_loss": gd_loss})
         curves.append(losses)
     worst = max(max(c) for c in curves) / gd_loss - 1
-    ctx.result("max_relative_increase", worst)
+    ctx.result(INTERPOLATION_MAX_INCREASE, worst)
     ctx.result("gd_loss", gd_loss)
     ctx.report("interpolating between the construction and the rescaled trained weights keeps the loss at "
                "GD's (A.3)", f"largest loss along the path {worst:+.3%} relative to GD ({gd_loss:.4f})")
@@ -212,7 +227,7 @@ def ood(ctx: ExperimentContext) -> None:
     fig.suptitle("trained on x ~ U(-1, 1), W ~ N(0, I); evaluated with inputs or teacher scaled by alpha")
     ctx.figure("ood", fig)
     ctx.table("ood", rows)
-    ctx.result("max_relative_deviation_alpha_le_1_5", max(devs))
+    ctx.result(OOD_MAX_DEVIATION, max(devs))
     ctx.report("out of distribution the trained LSA performs equally to GD (Fig. 2, 6)",
                f"largest |TF/GD - 1| over the five families for alpha <= 1.5: {max(devs):.2%}")
 
@@ -266,7 +281,7 @@ def repeat(ctx: ExperimentContext) -> None:
         diverged = max(c[-1][2] for c in tf_by[lam])
         fin = np.mean([[x[1] for x in c] for c in tf_by[lam]], axis=0)
         gd_fin = np.array([x[1] for x in gd_by[lam]])
-        ctx.result(f"{key}.tf_final_over_first_worst_seed", ratio)
+        ctx.result(REPEAT_RATIO_WORST.format(key=key), ratio)
         ctx.result(f"{key}.tf_diverged_tasks_worst_seed", diverged)
         ctx.result(f"{key}.gd_final_over_first", gd_by[lam][-1][0] / gd_by[lam][0][0])
         ctx.result(f"{key}.max_relative_tf_gd_difference", float(np.max(np.abs(fin / gd_fin - 1))))
@@ -316,8 +331,8 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
                      "pd_gdpp": a_pp["prediction_difference"].mean, "cos_gd": a_gd["sensitivity_cosine"].mean,
                      "cos_gdpp": a_pp["sensitivity_cosine"].mean})
     for k in ("tf_loss", "pd_gd", "pd_gdpp", "cos_gd", "cos_gdpp"):
-        ctx.result(f"{tag}.{k}_median", median([r[k] for r in rows]))
-    ctx.result(f"{tag}.gd_loss", gd_loss)
+        ctx.result(DEEP_MEDIAN.format(tag=tag, measure=k), median([r[k] for r in rows]))
+    ctx.result(DEEP_GD_LOSS.format(tag=tag), gd_loss)
     ctx.result(f"{tag}.gdpp_loss", gdpp_loss)
     ctx.result(f"{tag}.gdpp", gdpp.describe())
     return {"rows": rows, "gd": gd, "gdpp": gdpp}
@@ -387,7 +402,7 @@ def curvature(ctx: ExperimentContext) -> None:
     ctx.result("gamma_tf_per_seed", tf_gammas)
     ctx.result("gamma_tf_median", g_tf)
     ctx.result("gamma_best", float(gammas[int(np.argmin(med))]))
-    ctx.result("median_kappa_ratio_at_gamma_tf", float(kappa_tf.median() / kappa0.median()))
+    ctx.result(KAPPA_RATIO, float(kappa_tf.median() / kappa0.median()))
     ctx.result("lambda_max_p99", float(torch.quantile(lam.max(1).values, 0.99)))
     ctx.report("trained recurrent TFs choose gamma > 0 that lowers the condition number of the transformed "
                "Hessian (Fig. 13)", f"gamma read off the trained models {', '.join(f'{g:.4f}' for g in tf_gammas)}"
@@ -446,7 +461,7 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
             coss.append(alignment(lr, gd, ev[:size(ctx, ALIGN_TASKS)])["sensitivity_cosine"].mean)
             rows.append({"model": name, "seed": s, "loss": losses[-1], "gd_loss": gd_loss,
                          "loss_over_gd": losses[-1] / gd_loss, "sensitivity_cosine": coss[-1]})
-        ctx.result(f"{keys[name]}.loss_over_gd_median", median([x / gd_loss for x in losses]))
+        ctx.result(SOFTMAX_LOSS_OVER_GD.format(variant=keys[name]), median([x / gd_loss for x in losses]))
         ctx.result(f"{keys[name]}.cosine_median", median(coss))
         color = {"softmax1": COLORS["tf"], "softmax2": COLORS["other"], "layernorm": COLORS["interp"]}[keys[name]]
         for ax, key in ((axes[0], "eval_loss"), (axes[1], "sensitivity_cosine")):
@@ -497,7 +512,7 @@ def phase(ctx: ExperimentContext) -> None:
         ax.set_ylabel("loss")
         ax.legend(fontsize=6, ncol=2)
         ctx.result(f"h{heads}.transition_steps", trans)
-        ctx.result(f"h{heads}.slowest_transition", max(trans))
+        ctx.result(SLOWEST_TRANSITION.format(heads=heads), max(trans))
         ctx.report(f"{heads} head(s): training loss drops to GD at a seed-dependent step (Fig. 15)",
                    "first step within 5% of GD per seed: " + ", ".join(f"{t:g}" for t in trans))
     ctx.figure("phase", fig)
@@ -529,7 +544,7 @@ def fixed_data(ctx: ExperimentContext) -> None:
         band(axes[0], steps, ys, f"{m} tasks", None)
         _, tr = curves(res, "train_loss")
         band(axes[1], steps, tr, f"{m} tasks", None)
-        ctx.result(f"size_{m}.loss_over_gd_median", ratios[m])
+        ctx.result(FIXED_LOSS_OVER_GD.format(size=m), ratios[m])
     axes[0].axhline(evaluate(gd, curve_tasks(res)).mean, color=COLORS["gd"], linestyle="--", label="GD")
     label_axes(axes, ("held-out loss", "training loss (on the fixed set)"), ("loss", "loss"))
     for ax in axes:
@@ -575,7 +590,7 @@ def depth(ctx: ExperimentContext) -> None:
     for k, (g, gp, _, _) in refs.items():
         ctx.result(f"gd_{k}_loss", g)
         ctx.result(f"gdpp_{k}_loss", gp)
-    ctx.result("max_tf_over_gd_depths_2_4", max(ctx.results[f"{n}.tf_over_gd"] for n in variants))
+    ctx.result(DEPTH_MAX_TF_OVER_GD, max(ctx.results[f"{n}.tf_over_gd"] for n in variants))
     ctx.report("deep LSA stacks outperform GD with as many steps, at every depth (Fig. 7, 8)",
                "TF / GD (median seed): " + ", ".join(f"{n} {ctx.results[n + '.tf_over_gd']:.3f}" for n in variants))
     ctx.report("and are described by GD++ (Fig. 7, 8)", "prediction difference to GD++ vs to GD: " + ", ".join(

@@ -1,0 +1,19 @@
+"""Every claim of every suite gets its number: each suite runs in smoke mode (a handful of steps and tasks)
+and no claim may come back "not measured" (a result key its experiment does not write, a typo in a key)."""
+
+import math
+
+import pytest
+
+from icgd.claims.base import SUITES, suite_names, verify
+
+
+@pytest.mark.parametrize("suite", ["oswald", "oswald-nonlinear", "oswald-copy", "blog"])
+def test_every_claim_reads_a_result_its_experiments_write(suite, tmp_path):
+    assert suite in suite_names()
+    report = verify(suite, tmp_path / suite, smoke=True, seeds=None)
+    assert report["mode"] == "smoke" and len(report["claims"]) == len(SUITES[suite]())
+    missing = {c["id"]: c["note"] for c in report["claims"] if "note" in c}
+    assert not missing, missing
+    for c in report["claims"]:  # a number or nan (e.g. inf / inf in a smoke run), never a lookup failure
+        assert isinstance(c["measured"], float) and (math.isnan(c["measured"]) or c["measured"] == c["measured"])
