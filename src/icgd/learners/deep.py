@@ -26,6 +26,7 @@ from torch import Tensor, nn
 
 from icgd.episodes import Episodes, ShapeError
 from icgd.nn.attention import Attention, AttentionConfig
+from icgd.nn.hooks import HookPoints
 from icgd.tokens import concat_tokens
 
 
@@ -41,7 +42,8 @@ def _uniform_(lin: nn.Linear, generator: torch.Generator | None) -> None:
 class FeatureLSA(nn.Module):
     """Embedding + residual MLP + one LSA layer (or the GD construction) on concatenated tokens.
 
-    Hook points (with `cache`): `embed` (B, T, d), `features` (B, T, d) = h, `attn.out`, `out`.
+    Hook points (`.hooks`, `icgd.nn.hooks`): `embed` (B, T, d), `features` (B, T, d) = h, `attn.weights`,
+    `attn.out`, `out`; `cache` (a dict) reads them all.
     """
 
     def __init__(self, dx: int = 1, dy: int = 1, d_embed: int = 40, mlp_ratio: int = 4, gd_control: bool = False,
@@ -60,6 +62,7 @@ class FeatureLSA(nn.Module):
         if device is None or torch.device(device).type != "meta":
             for lin in (self.embed, self.mlp[0], self.mlp[2]):
                 _uniform_(lin, generator)
+        self.hooks = HookPoints()
         if gd_control:
             self.eta = nn.Parameter(torch.tensor(float(eta_init), **kw))
             self.attn = None
@@ -73,26 +76,27 @@ class FeatureLSA(nn.Module):
         return self.d_embed - self.dy
 
     # ------------------------------------------------------------------------------------- parts
-    def features(self, ep: Episodes, cache: dict[str, Tensor] | None = None) -> Tensor:
+    def features(self, ep: Episodes) -> Tensor:
         """h = h0 + MLP(h0) for all tokens (B, N + Q, d), context first."""
         if ep.dx != self.dx or ep.dy != self.dy:
             raise ShapeError(f"{self.name} was built for Dx={self.dx}, Dy={self.dy}; episodes have "
                              f"Dx={ep.dx}, Dy={ep.dy}")
         h0 = concat_tokens(ep) @ self.embed.weight.T
+        if self.hooks:
+            h0 = self.hooks("embed", h0)
         h = h0 + self.mlp(h0)
-        if cache is not None:
-            cache["embed"], cache["features"] = h0, h
-        return h
+        return self.hooks("features", h) if self.hooks else h
 
-    def update(self, h: Tensor, n_context: int, cache: dict[str, Tensor] | None = None) -> Tensor:
+    def update(self, h: Tensor, n_context: int) -> Tensor:
         """The attention (or GD) update of the tokens h (B, T, d)."""
         if self.attn is not None:
-            return self.attn(h, n_context, cache, "attn")
+            return self.attn(h, n_context, self.hooks if self.hooks else None, "attn")
         m, t = h[..., :self.n_features], h[..., self.n_features:]
         mc, tc = m[:, :n_context], t[:, :n_context]
         # y_j <- y_j - (eta / N) sum_i t_i m_i^T m_j, the x-part unchanged (Prop. 1 with W0 = 0)
         dt = -(self.eta / n_context) * (m @ mc.transpose(1, 2)) @ tc
-        return torch.cat([torch.zeros_like(m), dt], -1)
+        out = torch.cat([torch.zeros_like(m), dt], -1)
+        return self.hooks("attn.out", out) if self.hooks else out
 
     # ----------------------------------------------------------------------------------- learner
     def forward(self, ep: Episodes, cache: dict[str, Tensor] | None = None) -> Tensor:
@@ -100,13 +104,16 @@ class FeatureLSA(nn.Module):
 
     def predict(self, ep: Episodes, cache: dict[str, Tensor] | None = None) -> Tensor:
         """Predictions (B, Q, Dy) = -(last Dy entries of the query tokens after the attention)."""
+        if cache is not None:
+            with self.hooks.caching(cache):
+                return self.predict(ep)
         n = ep.n_context
         if ep.n_queries > 1 and self.attn is not None and self.attn.config.query_in_keys:
             raise ShapeError("query_in_keys is not supported here")
-        h = self.features(ep, cache)
-        out = h + self.update(h, n, cache)
-        if cache is not None:
-            cache["out"] = out
+        h = self.features(ep)
+        out = h + self.update(h, n)
+        if self.hooks:
+            out = self.hooks("out", out)
         return -out[:, n:, -self.dy:]
 
     def initial_prediction(self, ep: Episodes) -> Tensor:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor, nn
 
 from icgd.episodes import ShapeError
+from icgd.nn.hooks import HookPoints
 from icgd.nn.kernels import KernelName, get_kernel
 
 
@@ -96,7 +97,8 @@ class Attention(nn.Module):
 
     Parameters: w_q, w_k (H, dk, D); w_v (H, dv, D); w_o (H, D, dv) (the projection P);
     kernel_params (H, n_params) when the kernel has parameters.
-    Hook points (with `cache`): `{name}.weights` (B, H, T, Tk) and `{name}.out` (B, T, D).
+    Hook points (`icgd.nn.hooks`): `{name}.weights` (B, H, T, Tk), computed only when a hook asks for it,
+    and `{name}.out` (B, T, D).
     """
 
     def __init__(self, config: AttentionConfig, init_std: float = 0.02,
@@ -119,9 +121,14 @@ class Attention(nn.Module):
         else:
             self.register_buffer("kernel_params", torch.zeros(c.n_heads, 0, **kw))
 
-    def forward(self, x: Tensor, n_context: int, cache: dict[str, Tensor] | None = None,
+    def forward(self, x: Tensor, n_context: int, hooks: HookPoints | dict[str, Tensor] | None = None,
                 name: str = "attn") -> Tensor:
-        """x (B, T, D) -> update (B, T, D); keys/values are the first `n_context` tokens (see module doc)."""
+        """x (B, T, D) -> update (B, T, D); keys/values are the first `n_context` tokens (see module doc).
+        hooks: the model's hook points (a dict instead reads every hook point into it)."""
+        if isinstance(hooks, dict):
+            registry = HookPoints()
+            with registry.caching(hooks):
+                return self.forward(x, n_context, registry, name)
         c = self.config
         if x.dim() != 3 or x.shape[-1] != c.d_model:
             raise ShapeError(f"attention expects tokens (B, T, {c.d_model}), got {tuple(x.shape)}")
@@ -134,19 +141,18 @@ class Attention(nn.Module):
         k = torch.einsum("hkd,btd->bhtk", self.w_k, src)
         v = torch.einsum("hvd,btd->bhtv", self.w_v, src)
         mask = self._mask(t_len, n_keys, n_context, x.device)
+        want_weights = bool(hooks) and hooks.active(f"{name}.weights")
         linear_fast = (self.kernel.name == "linear" and mask is None and c.normalize == "none"
-                       and cache is None)
+                       and not want_weights)
         if linear_fast:  # associativity: (V^T K) Q costs O(T d^2) instead of O(T^2 d)
             mixed = torch.einsum("bhvk,bhsk->bhsv", v.transpose(-1, -2) @ k, q)
         else:
             w = self.weights(q, k, mask, n_keys)
-            if cache is not None:
-                cache[f"{name}.weights"] = w
+            if want_weights:
+                w = hooks(f"{name}.weights", w)
             mixed = w @ v
         out = torch.einsum("hdv,bhtv->btd", self.w_o, mixed)
-        if cache is not None:
-            cache[f"{name}.out"] = out
-        return out
+        return hooks(f"{name}.out", out) if hooks else out
 
     def weights(self, q: Tensor, k: Tensor, mask: Tensor | None, n_keys: int) -> Tensor:
         """Attention weights (B, H, Tq, Tk) from queries (B, H, Tq, dk) and keys (B, H, Tk, dk)."""

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor, nn
 
 from icgd.nn.attention import Attention, AttentionConfig, AttentionOptions
+from icgd.nn.hooks import HookPoints
 
 LayerOverrides = tuple[dict[str, Any], ...]
 
@@ -112,7 +113,8 @@ class StackConfig(StackOptions):
 
 
 class Block(nn.Module):
-    """Attention (+ MLP) with residual connections; hook points `{name}.attn.*`, `{name}.resid_post`."""
+    """Attention (+ MLP) with residual connections; hook points `{name}.attn.*`, `{name}.resid_post`
+    (`hooks`: the stack's registry)."""
 
     def __init__(self, config: StackConfig, dtype: torch.dtype = torch.float32,
                  device: torch.device | str | None = None, generator: torch.Generator | None = None,
@@ -134,17 +136,15 @@ class Block(nn.Module):
                     lin.bias.uniform_(-bound, bound, generator=generator)
 
     def forward(self, x: Tensor, n_context: int, dampening: float = 1.0, clip: float | None = None,
-                cache: dict[str, Tensor] | None = None, name: str = "layers.0") -> Tensor:
+                hooks: HookPoints | None = None, name: str = "layers.0") -> Tensor:
         h = self.ln1(x) if self.ln1 is not None else x
-        x = x + dampening * self.attn(h, n_context, cache, f"{name}.attn")
+        x = x + dampening * self.attn(h, n_context, hooks, f"{name}.attn")
         if self.mlp is not None:
             h = self.ln2(x) if self.ln2 is not None else x
             x = x + dampening * self.mlp(h)
         if clip is not None:
             x = x.clamp(-clip, clip)
-        if cache is not None:
-            cache[f"{name}.resid_post"] = x
-        return x
+        return hooks(f"{name}.resid_post", x) if hooks else x
 
 
 class Stack(nn.Module):
@@ -152,6 +152,10 @@ class Stack(nn.Module):
 
     `dampening` and `n_layers` may be changed at inference (`stack.dampening = 0.7`,
     `stack.with_steps(50)` for a recurrent stack) to study repeated application.
+
+    Hook points (`stack.hooks`, `icgd.nn.hooks`), per application step i (a recurrent stack's one block
+    gives one name per step): `resid_pre`, `layers.{i}.attn.weights`, `layers.{i}.attn.out`,
+    `layers.{i}.resid_post`.
     """
 
     def __init__(self, config: StackConfig, dtype: torch.dtype = torch.float32,
@@ -164,6 +168,7 @@ class Stack(nn.Module):
         self.n_steps = config.n_layers
         self.dampening = config.dampening
         self.clip = config.clip
+        self.hooks = HookPoints()
 
     @property
     def queries_are_keys(self) -> bool:
@@ -171,11 +176,17 @@ class Stack(nn.Module):
         return self.config.attention.query_in_keys
 
     def forward(self, x: Tensor, n_context: int, cache: dict[str, Tensor] | None = None) -> Tensor:
+        """Tokens (B, T, D) -> (B, T, D). `cache` (a dict) reads every hook point into it, the attention
+        weights included (a shortcut for `with stack.hooks.caching(cache): ...`)."""
         if cache is not None:
-            cache["resid_pre"] = x
+            with self.hooks.caching(cache):
+                return self.forward(x, n_context)
+        hooks = self.hooks if self.hooks else None
+        if hooks:
+            x = hooks("resid_pre", x)
         for step in range(self.n_steps):
             block = self.layers[0 if self.config.recurrent else step]
-            x = block(x, n_context, self.dampening, self.clip, cache, f"layers.{step}")
+            x = block(x, n_context, self.dampening, self.clip, hooks, f"layers.{step}")
         return x
 
     def with_steps(self, n_steps: int) -> "Stack":
