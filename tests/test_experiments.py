@@ -189,7 +189,8 @@ def test_implicit_eta_of_the_construction_and_dampened_repetition_is_gd_with_eta
 
 
 def test_student_t_quantiles_and_intervals():
-    from icgd.experiments.blog import mean_ci, t95
+    from icgd.experiments.blog import mean_ci
+    from icgd.metrics import t95
 
     for df, exact in ((1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (19, 2.0930), (1000, 1.9623)):
         assert t95(df) == pytest.approx(exact, abs=1e-4)

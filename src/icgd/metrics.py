@@ -20,9 +20,33 @@ from icgd.episodes import Episodes, Learner, ShapeError
 Z95 = 1.959963984540054
 
 
+def t95(df: int) -> float:
+    """Two-sided 95% Student-t quantile: the t with P(T <= t) = 0.975 (`scipy.stats.t`)."""
+    from scipy.stats import t
+
+    if df < 1:
+        raise ValueError(f"df must be >= 1, got {df}")
+    return float(t.ppf(0.975, df))
+
+
+def mean_ci95(values: Tensor | list[float], student: bool = False) -> tuple[float, float, float]:
+    """(mean, low, high): the mean with its 95% confidence interval, mean +- q * std / sqrt(n), q the normal
+    quantile 1.96 (many tasks) or, with `student`, the t quantile with n - 1 degrees of freedom (a few
+    independent repetitions). One value: an infinite interval (normal) or none (student)."""
+    v = torch.as_tensor(values, dtype=torch.float64).detach().reshape(-1)
+    n = v.numel()
+    if n == 0:
+        raise ValueError("no values to summarise")
+    m = float(v.mean())
+    if n == 1:
+        return (m, m, m) if student else (m, -math.inf, math.inf)
+    half = (t95(n - 1) if student else Z95) * float(v.std()) / math.sqrt(n)
+    return m, m - half, m + half
+
+
 @dataclass(frozen=True)
 class Stat:
-    """Mean over n tasks with a 95% confidence interval (mean +- 1.96 * std / sqrt(n))."""
+    """Mean over n tasks with a 95% confidence interval (mean +- 1.96 * std / sqrt(n), `mean_ci95`)."""
 
     mean: float
     ci95: tuple[float, float]
@@ -30,13 +54,8 @@ class Stat:
 
     @staticmethod
     def of(values: Tensor) -> "Stat":
-        v = values.detach().double().reshape(-1)
-        n = v.numel()
-        if n == 0:
-            raise ValueError("no values to summarise")
-        m = float(v.mean())
-        half = Z95 * float(v.std()) / math.sqrt(n) if n > 1 else math.inf
-        return Stat(m, (m - half, m + half), n)
+        m, lo, hi = mean_ci95(values)
+        return Stat(m, (lo, hi), len(values.reshape(-1)))
 
     def as_dict(self) -> dict:
         return asdict(self) | {"ci95": list(self.ci95)}

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import time
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -45,7 +44,7 @@ from icgd.learners.tuning import (
     tune_gd,
     tune_gdpp,
 )
-from icgd.metrics import alignment, evaluate
+from icgd.metrics import alignment, evaluate, mean_ci95
 from icgd.plots import COLORS, band, label_axes, subplots
 from icgd.readoff import (
     divergence_cap,
@@ -79,35 +78,9 @@ LSTM_CURVE_ALIGN_TASKS = Size(quick=256, full=512, smoke=16)
 LSTM_ALIGN_TASKS = Size(quick=1024, full=2048)
 
 
-def t95(df: int) -> float:
-    """Two-sided 95% Student-t quantile: the t with P(T <= t) = 0.975, by bisection on the CDF (the density
-    integrated by Simpson's rule; accurate to about 1e-7)."""
-    if df < 1:
-        raise ValueError(f"df must be >= 1, got {df}")
-    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-
-    def cdf(t: float, n: int = 4000) -> float:
-        x = np.linspace(0.0, t, n + 1)
-        f = np.exp(log_c - (df + 1) / 2 * np.log1p(x * x / df))
-        return 0.5 + (t / (3 * n)) * float(f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
-
-    lo, hi = NormalDist().inv_cdf(0.975), 20.0
-    if df == 1:
-        return math.tan(math.pi * 0.475)  # Cauchy: the tail is too heavy for the fixed grid
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if cdf(mid) < 0.975 else (lo, mid)
-    return (lo + hi) / 2
-
-
 def mean_ci(values: list[float]) -> tuple[float, float, float]:
     """(mean, low, high): the mean of independent repetitions with its 95% t-interval."""
-    v = np.asarray(values, dtype=float)
-    m = float(v.mean())
-    if v.size < 2:
-        return m, m, m
-    half = t95(v.size - 1) * float(v.std(ddof=1)) / math.sqrt(v.size)
-    return m, m - half, m + half
+    return mean_ci95(values, student=True)
 
 
 # --------------------------------------------------------------------------------- learning rate

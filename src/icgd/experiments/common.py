@@ -103,11 +103,9 @@ def seed_learners(res: TrainResult) -> list[Any]:
 
 def curves(res: TrainResult, key: str) -> tuple[list[int], np.ndarray]:
     """(steps, seeds x steps) of metric `key` from a run's metrics.csv."""
-    rows = RunDir(res.run_dir).read_metrics()
-    steps = sorted({r["step"] for r in rows})
-    ys = np.array([[next(r[key] for r in rows if r["step"] == st and r["seed"] == s) for st in steps]
-                   for s in res.config.seeds], dtype=float)
-    return steps, ys
+    table = RunDir(res.run_dir).metrics_frame().pivot(index="seed", columns="step", values=key)
+    table = table.loc[res.config.seeds].sort_index(axis=1)
+    return [int(s) for s in table.columns], table.to_numpy(dtype=float)
 
 
 def median(x: list[float]) -> float:

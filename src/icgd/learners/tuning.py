@@ -1,6 +1,6 @@
 """Tuning the explicit learners' step sizes on a set of tuning episodes (SPEC 1 and 4).
 
-- `line_search`: minimise a scalar function of eta over a log grid, then golden-section refinement;
+- `line_search`: minimise a scalar function of eta over a log grid, then Brent's method (scipy);
 - `analytic_eta`: the closed form of SPEC 4 for one GD step from W0 = 0,
   eta* = E[a . b] / E[|a|^2], a = (1/N) sum_i y_i x_i^T x_q, b = y_q (milliseconds, no search);
 - `tune_gd` / `tune_gdpp`: constant eta by line search, per-step etas (and GD++ gammas) by L-BFGS
@@ -20,13 +20,14 @@ from icgd.episodes import Episodes
 from icgd.learners.explicit import GD, GDPlusPlus
 from icgd.metrics import Z95, query_loss
 
-GOLDEN = (math.sqrt(5) - 1) / 2
-
 
 def line_search(f: Callable[[float], float], lo: float = 1e-3, hi: float = 1e3, n_grid: int = 121,
                 tol: float = 1e-7) -> float:
-    """argmin of f over [lo, hi]: best point of a geometric grid, then golden section between its
-    neighbours (relative tolerance `tol`). Non-finite values count as +inf."""
+    """argmin of f over [lo, hi]: best point of a geometric grid, then Brent's bounded method
+    (`scipy.optimize.minimize_scalar`) between its neighbours, to a relative width `tol`. Non-finite values
+    count as +inf."""
+    from scipy.optimize import minimize_scalar
+
     if not 0 < lo < hi:
         raise ValueError(f"need 0 < lo < hi, got lo={lo}, hi={hi}")
 
@@ -40,18 +41,8 @@ def line_search(f: Callable[[float], float], lo: float = 1e-3, hi: float = 1e3, 
     if not math.isfinite(vals[i]):
         raise ValueError("the objective is not finite anywhere on the search grid")
     a, b = grid[max(i - 1, 0)], grid[min(i + 1, n_grid - 1)]
-    c, d = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
-    fc, fd = safe(c), safe(d)
-    while b - a > tol * (abs(a) + abs(b)):
-        if fc < fd:
-            b, d, fd = d, c, fc
-            c = b - GOLDEN * (b - a)
-            fc = safe(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + GOLDEN * (b - a)
-            fd = safe(d)
-    best = (a + b) / 2
+    res = minimize_scalar(safe, bounds=(a, b), method="bounded", options={"xatol": tol * (a + b) / 2})
+    best = float(res.x)
     return best if safe(best) <= vals[i] else grid[i]
 
 

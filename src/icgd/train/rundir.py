@@ -101,6 +101,12 @@ class RunDir:
         with open(self.metrics, newline="") as f:
             return [{k: _num(v) for k, v in r.items()} for r in csv.DictReader(f)]
 
+    def metrics_frame(self):
+        """metrics.csv as a pandas DataFrame (one row per evaluation step and seed; floats read exactly)."""
+        import pandas as pd
+
+        return pd.read_csv(self.metrics, float_precision="round_trip")
+
 
 def _num(v: str) -> Any:
     if v == "":
