@@ -67,7 +67,7 @@ class Stepper:
         self.names = trainable_names(config)
         for k in self.names:
             self.params[k].requires_grad_(True)
-        self.opt = Adam(self.params, self.names, config.optim)
+        self.opt = Adam(self.params, self.names, config.optim, config.steps)
         self.stream = TaskStream(config, device)
         self.backend = select(config, device)
         self.sync_free = self.device.type != "cpu"
@@ -87,7 +87,7 @@ class Stepper:
             return losses.detach(), False
         grads = dict(zip(self.names, torch.autograd.grad(losses.sum(), [self.params[k] for k in self.names])))
         clip_per_seed(grads, self.config.optim.grad_clip)
-        self.opt.step(self.params, grads, self.opt.lr_at(i, self.config.steps))
+        self.opt.step(grads)
         return losses.detach(), True
 
     def diverged(self) -> bool:
@@ -218,7 +218,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
                 ev_rows = evaluate_seeds(config, params, eval_eps, reference)
                 for i, r in enumerate(ev_rows):
                     row = {"step": step, "seed": config.seeds[i], "train_loss": float(acc[i]) / acc_n,
-                           "reference_loss": reference.loss, "lr": opt.lr_at(step - 1, config.steps)} | r
+                           "reference_loss": reference.loss, "lr": opt.lr_at(step - 1)} | r
                     rows.append({k: row.get(k) for k in METRIC_COLUMNS})
                 run.append_metrics(rows[-n_seeds:])
                 acc.zero_()

@@ -105,7 +105,9 @@ class RunDir:
         """metrics.csv as a pandas DataFrame (one row per evaluation step and seed; floats read exactly)."""
         import pandas as pd
 
-        return pd.read_csv(self.metrics, float_precision="round_trip")
+        # pandas 3 parses floats exactly by default; pandas 2 needs round_trip for that
+        exact = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+        return pd.read_csv(self.metrics, **exact)
 
 
 def _num(v: str) -> Any:
