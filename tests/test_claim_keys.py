@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from icgd.claims.base import SUITES, suite_names, verify
+from icgd.claims.base import SUITES
+from icgd.claims.runner import suite_names, verify
 
 
 @pytest.mark.parametrize("suite", ["oswald", "oswald-nonlinear", "oswald-copy", "blog"])

@@ -12,16 +12,12 @@ from icgd.claims.base import (
     format_markdown,
     format_report,
     suite,
-    verify,
 )
+from icgd.claims.runner import verify
 from icgd.cli import main
 from icgd.constructions import gd_construction
-from icgd.experiments.registry import (
-    ExperimentContext,
-    experiments,
-    get_experiment,
-    register,
-)
+from icgd.experiments.registry import ExperimentContext, register
+from icgd.experiments.runner import experiments, get_experiment
 from icgd.learners import GD, TransformerLearner
 from icgd.tasks import LinearRegression
 from icgd.train.config import build_config
@@ -119,12 +115,12 @@ def test_cli_list_and_bad_names(capsys):
 
 
 def test_suites_are_registered():
-    from icgd.claims.base import suite_names
+    from icgd.claims.runner import suite_names
     assert "oswald" in suite_names() and len(SUITES["oswald"]()) >= 15
 
 
 def test_nonlinear_and_copy_suites_are_registered():
-    from icgd.claims.base import suite_names
+    from icgd.claims.runner import suite_names
 
     assert {"oswald-nonlinear", "oswald-copy"} <= set(suite_names())
     assert {"oswald-sine", "oswald-copy"} <= set(experiments())
@@ -168,7 +164,7 @@ def test_tracked_training_equals_an_uninterrupted_run(tmp_path):
 
 
 def test_blog_suite_and_experiments_are_registered():
-    from icgd.claims.base import suite_names
+    from icgd.claims.runner import suite_names
 
     assert "blog" in suite_names()
     assert {"blog-eta", "blog-dampening", "blog-lstm", "blog-scaling"} <= set(experiments())

@@ -1,5 +1,18 @@
-"""Claim checks of the sources: `icgd verify SUITE`."""
+"""Claim checks of the sources: `icgd verify SUITE`.
 
-from icgd.claims.base import Claim, format_markdown, format_report, suite_names, verify
+`verify()` and `suite_names()` come from `icgd.claims.runner`, imported on first use (it imports every
+source's claims and experiments)."""
 
-__all__ = ["Claim", "format_markdown", "format_report", "suite_names", "verify"]
+from typing import Any
+
+from icgd.claims.base import SUITES, Claim, format_markdown, format_report, suite
+
+__all__ = ["Claim", "SUITES", "format_markdown", "format_report", "suite", "suite_names", "verify"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("verify", "suite_names"):
+        from icgd.claims import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module 'icgd.claims' has no attribute {name!r}")

@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import math
 import operator
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
-
-from icgd.experiments.registry import get_experiment, mode_of, run_experiment
 
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
@@ -43,6 +39,7 @@ class Claim:
                 "why": self.why} | ({"note": note} if note else {})
 
 
+#: every registered suite by name (filled as the claim modules are imported; `icgd.claims.runner` imports them)
 SUITES: dict[str, Callable[[], list[Claim]]] = {}
 
 
@@ -51,41 +48,6 @@ def suite(name: str):
         SUITES[name] = fn
         return fn
     return deco
-
-
-def _load() -> None:
-    from icgd.claims import blog, nonlinear, oswald  # noqa: F401  (registers their suites)
-
-
-def suite_names() -> list[str]:
-    _load()
-    return sorted(SUITES)
-
-
-def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | None = None, device: str = "cpu",
-           quiet: bool = True, cache: str | Path | None = None, smoke: bool = False) -> dict[str, Any]:
-    """Run every experiment the suite needs (reusing cached models) and check its claims.
-
-    cache: where trained models are cached (default out/_train). smoke: a handful of steps and tasks, to
-    check that every claim gets its number (the numbers mean nothing). Returns {"suite", "quick", "mode",
-    "seconds", "claims": [{"id", "claim", "source", "measured", "threshold", "passed", ...}]}."""
-    _load()
-    if name not in SUITES:
-        raise ValueError(f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
-    claims = SUITES[name]()
-    mode = mode_of(quick, smoke)
-    experiments = list(dict.fromkeys(c.experiment for c in claims))
-    for exp in experiments:  # refuse bad seeds before anything is trained
-        get_experiment(exp).seeds(mode, seeds)
-    out = Path(out)
-    t0 = time.perf_counter()
-    results: dict[str, Any] = {}
-    cache = Path(cache) if cache else out / "_train"
-    for exp in experiments:
-        results[exp] = run_experiment(exp, out / exp, cache, quick=quick, seeds=seeds, device=device, quiet=quiet,
-                                      smoke=smoke)
-    return {"suite": name, "quick": mode != "full", "mode": mode, "seconds": round(time.perf_counter() - t0, 1),
-            "claims": [c.check(results) for c in claims]}
 
 
 def format_markdown(report: dict[str, Any]) -> str:

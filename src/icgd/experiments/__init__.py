@@ -1,11 +1,18 @@
-"""Named experiments (one per figure of the sources): `icgd list`, `icgd reproduce NAME`."""
+"""Named experiments (one per figure of the sources): `icgd list`, `icgd reproduce NAME`.
 
-from icgd.experiments.registry import (
-    ExperimentContext,
-    experiments,
-    get_experiment,
-    register,
-    run_experiment,
-)
+`experiments()`, `get_experiment()` and `run_experiment()` come from `icgd.experiments.runner`, imported on
+first use (it imports every source's module)."""
+
+from typing import Any
+
+from icgd.experiments.registry import ExperimentContext, register
 
 __all__ = ["ExperimentContext", "experiments", "get_experiment", "register", "run_experiment"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("experiments", "get_experiment", "run_experiment"):
+        from icgd.experiments import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module 'icgd.experiments' has no attribute {name!r}")

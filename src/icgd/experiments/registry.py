@@ -1,4 +1,5 @@
-"""Experiments: a name, a description, a function of an `ExperimentContext`; registered by name.
+"""Experiments: a name, a description, a function of an `ExperimentContext`; registered by name (the
+sources' modules register theirs; `icgd.experiments.runner` imports them all and runs one).
 
 An experiment writes into its run directory: tables (CSV), figures (PNG and SVG), `results.json` (the
 measured numbers that claims read) and `report.md` (each measured number beside the paper's statement).
@@ -9,12 +10,9 @@ from __future__ import annotations
 
 import csv
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
-
-import torch
 
 from icgd.seeds import check_seeds, study_seeds
 from icgd.train.checkpoint import load_checkpoint
@@ -48,35 +46,19 @@ class Experiment:
 
 
 Mode = Literal["smoke", "quick", "full"]
-_REGISTRY: dict[str, Experiment] = {}
+#: every registered experiment by name (filled as the sources' modules are imported)
+REGISTRY: dict[str, Experiment] = {}
 
 
 def register(name: str, description: str, source: str, quick_minutes: float, full_minutes: float,
              n_seeds: dict[str, int] | None = None):
     """Decorator registering `fn(ctx)` as experiment `name` (n_seeds: see `Experiment.n_seeds`)."""
     def deco(fn: Callable[["ExperimentContext"], None]) -> Callable[["ExperimentContext"], None]:
-        if name in _REGISTRY:
+        if name in REGISTRY:
             raise ValueError(f"experiment {name!r} registered twice")
-        _REGISTRY[name] = Experiment(name, description, source, quick_minutes, full_minutes, fn, n_seeds)
+        REGISTRY[name] = Experiment(name, description, source, quick_minutes, full_minutes, fn, n_seeds)
         return fn
     return deco
-
-
-def _load_all() -> None:
-    # importing the modules registers their experiments (explicit, on demand; not at package import)
-    from icgd.experiments import blog, nonlinear, oswald  # noqa: F401
-
-
-def experiments() -> dict[str, Experiment]:
-    _load_all()
-    return dict(_REGISTRY)
-
-
-def get_experiment(name: str) -> Experiment:
-    exps = experiments()
-    if name not in exps:
-        raise ValueError(f"unknown experiment {name!r}; `icgd list` shows them: {', '.join(sorted(exps))}")
-    return exps[name]
 
 
 @dataclass
@@ -192,26 +174,3 @@ def load_run(run: str | Path) -> TrainResult:
 def mode_of(quick: bool = False, smoke: bool = False) -> Mode:
     return "smoke" if smoke else "quick" if quick else "full"
 
-
-def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, quick: bool = False,
-                   seeds: list[int] | None = None, device: str = "cpu", quiet: bool = True,
-                   smoke: bool = False) -> dict[str, Any]:
-    """Run experiment `name` into `out`; returns its results (also in out/results.json).
-
-    quick: shorter training and fewer tasks; smoke: a handful of steps and tasks (checks the pipeline only).
-    seeds: default the study's (`icgd.seeds`), or the experiment's own when it needs more."""
-    exp = get_experiment(name)
-    mode = mode_of(quick, smoke)
-    out = Path(out)
-    ctx = ExperimentContext(out, Path(cache) if cache else out.parent / "_train", mode, exp.seeds(mode, seeds),
-                            device, quiet)
-    t0 = time.perf_counter()
-    torch.set_grad_enabled(True)
-    exp.fn(ctx)
-    seconds = time.perf_counter() - t0
-    ctx.results["seconds"] = round(seconds, 1)
-    (out / "results.json").write_text(json.dumps(ctx.results, indent=2))
-    header = [f"# {exp.name}: {exp.description}", "", f"Source: {exp.source}. Mode: {mode}; "
-              f"seeds {ctx.seeds}; {seconds:.0f} s.", "", "| the paper | measured here |", "|---|---|"]
-    (out / "report.md").write_text("\n".join(header + ctx.report_lines) + "\n")
-    return ctx.results

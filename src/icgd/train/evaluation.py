@@ -48,19 +48,20 @@ def load_reference(run: RunDir, config: TrainConfig, eval_eps: Episodes) -> Refe
 
 def evaluate_seeds(config: TrainConfig, params: dict[str, Tensor], eval_eps: Episodes,
                    reference: Reference) -> list[dict[str, float]]:
-    """Per-seed eval loss (+ CI) and alignment with the reference, on the same held-out tasks: the loss on
-    the training device in the training dtype, the alignment in float64 on the CPU."""
+    """Per-seed eval loss (+ CI) and alignment with the reference, on the same held-out tasks, on the
+    training device: the loss in the training dtype, the alignment in float64 (the sensitivities are
+    differences of nearby predictions)."""
     rows = []
     first = next(iter(params.values()))
     ev = eval_eps.to(first.device, first.dtype)
     n_align = 0 if config.eval.reference == "zero" else min(config.eval.alignment_tasks, ev.batch_size)
-    ref_ep = eval_eps[:n_align]
+    ref_ep = eval_eps[:n_align].to(first.device, torch.float64)
     for i in range(len(config.seeds)):
         learner = seed_learner(config, {k: v.detach() for k, v in params.items()}, i)
         stat = evaluate(learner, ev, loss=config.task.loss)
         row = {"eval_loss": stat.mean, "eval_ci_low": stat.ci95[0], "eval_ci_high": stat.ci95[1]}
         if n_align:
-            learner64 = seed_learner(config, {k: v.detach().to("cpu", torch.float64) for k, v in params.items()}, i)
+            learner64 = seed_learner(config, {k: v.detach().to(torch.float64) for k, v in params.items()}, i)
             al = alignment(learner64, reference.learner, ref_ep)
             row |= {k: s.mean for k, s in al.items()}
         rows.append(row)

@@ -1,0 +1,48 @@
+"""The catalog of experiments (every source's module, imported here) and how one is run into a directory."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from icgd.experiments import blog, nonlinear, oswald  # noqa: F401  (importing registers their experiments)
+from icgd.experiments.registry import REGISTRY, Experiment, ExperimentContext, mode_of
+
+
+def experiments() -> dict[str, Experiment]:
+    """Every registered experiment by name."""
+    return dict(REGISTRY)
+
+
+def get_experiment(name: str) -> Experiment:
+    if name not in REGISTRY:
+        raise ValueError(f"unknown experiment {name!r}; `icgd list` shows them: {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[name]
+
+
+def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, quick: bool = False,
+                   seeds: list[int] | None = None, device: str = "cpu", quiet: bool = True,
+                   smoke: bool = False) -> dict[str, Any]:
+    """Run experiment `name` into `out`; returns its results (also in out/results.json).
+
+    quick: shorter training and fewer tasks; smoke: a handful of steps and tasks (checks the pipeline only).
+    seeds: default the study's (`icgd.seeds`), or the experiment's own when it needs more."""
+    exp = get_experiment(name)
+    mode = mode_of(quick, smoke)
+    out = Path(out)
+    ctx = ExperimentContext(out, Path(cache) if cache else out.parent / "_train", mode, exp.seeds(mode, seeds),
+                            device, quiet)
+    t0 = time.perf_counter()
+    torch.set_grad_enabled(True)
+    exp.fn(ctx)
+    seconds = time.perf_counter() - t0
+    ctx.results["seconds"] = round(seconds, 1)
+    (out / "results.json").write_text(json.dumps(ctx.results, indent=2))
+    header = [f"# {exp.name}: {exp.description}", "", f"Source: {exp.source}. Mode: {mode}; "
+              f"seeds {ctx.seeds}; {seconds:.0f} s.", "", "| the paper | measured here |", "|---|---|"]
+    (out / "report.md").write_text("\n".join(header + ctx.report_lines) + "\n")
+    return ctx.results
