@@ -68,3 +68,25 @@ def test_alignment_of_equal_and_different_learners():
     half = alignment(GD(0.7), GD(0.35), ep)
     assert half["sensitivity_cosine"].mean == pytest.approx(1.0, abs=1e-9)
     assert half["sensitivity_l2"].mean > 0.1
+
+
+def test_cross_entropy_and_accuracy_per_task():
+    from icgd.metrics import MEASURES, accuracy, cross_entropy
+
+    probs = torch.tensor([[[0.7, 0.2, 0.1], [0.2, 0.5, 0.3]], [[1 / 3, 1 / 3, 1 / 3], [0.1, 0.1, 0.8]]])
+    target = torch.tensor([[[1.0, 0, 0], [0, 0, 1.0]], [[0, 1.0, 0], [0, 0, 1.0]]])
+    torch.testing.assert_close(cross_entropy(probs, target),
+                               torch.tensor([-(math.log(0.7) + math.log(0.3)) / 2,
+                                             -(math.log(1 / 3) + math.log(0.8)) / 2]))
+    torch.testing.assert_close(accuracy(probs, target), torch.tensor([0.5, 0.5]))
+    assert MEASURES["squared_error"] is query_loss
+    with pytest.raises(ShapeError):
+        cross_entropy(probs, target[..., :2])
+
+
+def test_tasks_own_their_objective():
+    task = LinearRegression(dx=2, n_context=3)
+    ep = task.sample(4, make_generator(0), dtype=torch.float64)
+    pred = torch.zeros_like(ep.query_y)
+    torch.testing.assert_close(task.loss(pred, ep.query_y), query_loss(pred, ep.query_y))
+    assert task.objective == "squared_error" and "gd" in task.reference_kinds

@@ -72,6 +72,25 @@ def query_loss(pred: Tensor, target: Tensor) -> Tensor:
 LossFn = Callable[[Tensor, Tensor], Tensor]
 
 
+def cross_entropy(probs: Tensor, target: Tensor, eps: float = 1e-12) -> Tensor:
+    """Per-task cross-entropy (B,) of predicted category probabilities (B, Q, C) against one-hot (or soft)
+    targets (B, Q, C): mean over queries of -sum_c target_c log p_c (p clamped at `eps`)."""
+    if probs.shape != target.shape:
+        raise ShapeError(f"predictions {tuple(probs.shape)} and targets {tuple(target.shape)} differ in shape")
+    return -(target * probs.clamp_min(eps).log()).sum(-1).mean(-1)
+
+
+def accuracy(probs: Tensor, target: Tensor) -> Tensor:
+    """Per-task accuracy (B,): the share of queries whose most probable category is the target's."""
+    if probs.shape != target.shape:
+        raise ShapeError(f"predictions {tuple(probs.shape)} and targets {tuple(target.shape)} differ in shape")
+    return (probs.argmax(-1) == target.argmax(-1)).to(probs.dtype).mean(-1)
+
+
+#: per-task measures by the name a task gives as its `objective` or lists in its `metrics`
+MEASURES: dict[str, LossFn] = {"squared_error": query_loss, "cross_entropy": cross_entropy, "accuracy": accuracy}
+
+
 def _chunks(ep: Episodes, chunk: int | None) -> list[Episodes]:
     return [ep] if chunk is None or chunk >= ep.batch_size else ep.split(chunk)
 

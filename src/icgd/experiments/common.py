@@ -41,7 +41,7 @@ class Size:
 #: held-out tasks of an analysis (every learner scored on the same ones)
 EVAL_TASKS = Size(quick=4096, full=10_000)
 #: tasks the explicit references' learning rates are tuned on
-TUNE_TASKS = Size(quick=10_000, full=10_000, smoke=256)
+TUNE_TASKS = Size(quick=10_000, full=10_000, smoke=64)
 #: held-out tasks of the alignment metrics (a prefix of the evaluation tasks)
 ALIGN_TASKS = Size(quick=2048, full=2048)
 #: held-out tasks behind the training curves (metrics.csv) and their alignment metrics

@@ -7,16 +7,21 @@ from typing import ClassVar
 
 from torch import Tensor
 
-from icgd.metrics import query_loss
+from icgd.metrics import MEASURES
 
 
 class SquaredErrorObjective:
     """Mixin for tasks with real-valued targets: loss(pred, target) -> (B,) = mean over queries of
-    0.5 * ||pred - target||^2; every linear-model reference (GD, per-step GD, GD++, zero) applies."""
+    0.5 * ||pred - target||^2; every linear-model reference (GD, per-step GD, GD++, zero) applies.
+
+    A task with another objective (e.g. categorical outcomes: "cross_entropy", with "accuracy" among its
+    metrics) names it the same way, from `icgd.metrics.MEASURES`."""
 
     objective: ClassVar[str] = "squared_error"
+    #: per-task measures reported beside the loss (names in `icgd.metrics.MEASURES`)
+    metrics: ClassVar[tuple[str, ...]] = ()
     reference_kinds: ClassVar[tuple[str, ...]] = ("gd", "gd_per_step", "gdpp", "zero")
 
     def loss(self, pred: Tensor, target: Tensor) -> Tensor:
-        """Per-task loss (B,) of predictions and targets (B, Q, Dy)."""
-        return query_loss(pred, target)
+        """Per-task loss (B,) of predictions and targets (B, Q, Dy): the task's objective."""
+        return MEASURES[self.objective](pred, target)
