@@ -210,6 +210,32 @@ def test_divergence_stops_with_a_clear_message_and_keeps_the_checkpoint(tmp_path
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "diverged"
 
 
+def test_sync_free_steps_find_a_divergence_before_the_next_checkpoint(tmp_path, monkeypatch):
+    """Off the CPU the step loop does not read the loss; a non-finite loss is found at the next evaluation
+    or checkpoint, which is then not written. Simulated on the CPU by switching the sync-free mode on."""
+    from icgd.train import engine
+
+    real_init = engine.Stepper.__init__
+    real_step = engine.Stepper.step
+
+    def init(self, config, device="cpu"):
+        real_init(self, config, device)
+        self.sync_free = True
+
+    def step(self, i):
+        losses, applied = real_step(self, i)
+        if i == 12:  # a non-finite loss at step 13, seen by nobody until the next check
+            self._bad |= torch.tensor(True)
+        return losses, applied
+
+    monkeypatch.setattr(engine.Stepper, "__init__", init)
+    monkeypatch.setattr(engine.Stepper, "step", step)
+    with pytest.raises(TrainingDiverged, match="between steps 10 and 20"):
+        train(_cfg(steps=40, checkpoint_every=10, eval=SMALL_EVAL | {"every": 20}), tmp_path / "run")
+    _, meta = load_checkpoint(tmp_path / "run" / "checkpoint.safetensors")
+    assert meta["step"] == 10
+
+
 def test_config_errors_are_one_line_and_lose_nothing(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     cases = {"model: [1, 2\n": "malformed YAML", "modle:\n  n_layers: 2\n": "modle: Extra inputs",
