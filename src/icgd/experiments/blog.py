@@ -24,6 +24,7 @@ import torch
 
 from icgd.episodes import make_generator
 from icgd.experiments.common import (
+    TUNE_TASKS,
     Size,
     curves,
     eval_every,
@@ -258,7 +259,7 @@ def lstm_config(ctx: ExperimentContext, layers: int, bidirectional: bool) -> Tra
     ev = {"every": eval_every(ctx, n, 20), "n_tasks": size(ctx, LSTM_CURVE_TASKS), "reference": "gd",
           "reference_steps": 1, "alignment_tasks": size(ctx, LSTM_CURVE_ALIGN_TASKS)}
     if ctx.mode == "smoke":
-        ev["n_tune"] = 256
+        ev["n_tune"] = size(ctx, TUNE_TASKS)
     return build_config({
         "name": name, "model": {"kind": "lstm", "n_layers": layers, "bidirectional": bidirectional, "hidden": 32},
         "optim": {"lr": 3e-3}, "steps": n, "batch_size": 256, "seeds": ctx.seeds, "checkpoint_every": 250,

@@ -17,6 +17,7 @@ from torch import Tensor
 from icgd.episodes import Episodes, make_generator
 from icgd.experiments.common import (
     CURVE_TASKS,
+    TUNE_TASKS,
     Size,
     curves,
     eval_every,
@@ -184,7 +185,7 @@ def copy_config(ctx: ExperimentContext, first: str, n_steps: int) -> TrainConfig
         "optim": {"lr": 1e-3}, "steps": n_steps, "batch_size": 512, "seeds": ctx.seeds, "checkpoint_every": 500,
         "eval": {"every": eval_every(ctx, n_steps, 40), "n_tasks": size(ctx, COPY_CURVE_TASKS), "reference": "gd",
                  "reference_steps": 1, "alignment_tasks": size(ctx, COPY_CURVE_ALIGN_TASKS)}
-        | ({"n_tune": 256} if ctx.mode == "smoke" else {})})
+        | ({"n_tune": size(ctx, TUNE_TASKS)} if ctx.mode == "smoke" else {})})
 
 
 def token_gradients(learner: Any, ep: Episodes) -> dict[str, float]:
