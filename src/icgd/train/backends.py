@@ -13,8 +13,8 @@ taken, which `icgd train` prints and env.json / summary.json record.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch import Tensor
@@ -35,7 +35,7 @@ class Backend:
 
     name: str
     reason: str
-    loss_fn: LossFn = None  # type: ignore[assignment]
+    loss_fn: LossFn
 
     def describe(self) -> str:
         return f"{self.name} ({self.reason})"
@@ -70,13 +70,16 @@ def select(config: TrainConfig, device: torch.device | str = "cpu") -> Backend:
     no_fused = fused_ineligible(config)
     if no_fused is not None:
         return Backend("generic", f"fused backend not eligible: {no_fused}", _generic_losses(config))
-    stack_cfg = config.stack_config()
     no_compiled = compiled_ineligible(config, device)
     if no_compiled is None:
-        return Backend("compiled", "one-head attention stack on the CPU",
-                       lambda params, *batch: fused.lsa_losses(params, stack_cfg, *batch, compiled_ok=True))
-    return Backend("fused", f"compiled backend not eligible: {no_compiled}",
-                   lambda params, *batch: fused.lsa_losses(params, stack_cfg, *batch, compiled_ok=False))
+        return Backend("compiled", "one-head attention stack on the CPU", _stack_losses(config, compiled_ok=True))
+    return Backend("fused", f"compiled backend not eligible: {no_compiled}", _stack_losses(config, compiled_ok=False))
+
+
+def _stack_losses(config: TrainConfig, compiled_ok: bool) -> LossFn:
+    """The fused (or, with `compiled_ok`, compiled) per-seed losses of an eligible attention stack."""
+    stack_cfg = config.stack_config()
+    return lambda params, *batch: fused.lsa_losses(params, stack_cfg, *batch, compiled_ok=compiled_ok)
 
 
 def _generic_losses(config: TrainConfig) -> LossFn:
@@ -106,7 +109,4 @@ def backend(config: TrainConfig, name: str, device: torch.device | str = "cpu") 
         raise ValueError(f"unknown backend {name!r}; known: compiled, fused, generic")
     if reason is not None:
         raise ValueError(f"the {name} backend cannot compute this config: {reason}")
-    stack_cfg = config.stack_config()
-    ok = name == "compiled"
-    return Backend(name, "asked for",
-                   lambda params, *batch: fused.lsa_losses(params, stack_cfg, *batch, compiled_ok=ok))
+    return Backend(name, "asked for", _stack_losses(config, compiled_ok=name == "compiled"))
