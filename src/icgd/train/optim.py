@@ -36,8 +36,11 @@ class Adam:
         self.cfg, self.names, self.total, self.t = cfg, names, total, 0
         self.tensors = [params[k] for k in names]
         kind = torch.optim.AdamW if cfg.name == "adamw" else torch.optim.Adam
+        # foreach: the same arithmetic as the per-tensor loop (bit-identical, tested), one call for all
+        # weights: 0.39 against 0.53 ms per step for 20 small weights on one CPU thread. fused=True
+        # (0.10 ms) rounds differently (1 ulp) and would move every trained number, so it is not used.
         self.opt = kind(self.tensors, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
-                        weight_decay=cfg.weight_decay)
+                        weight_decay=cfg.weight_decay, foreach=True)
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda i: lr_factor(cfg, i, total))
 
     def lr_at(self, step: int, total: int | None = None) -> float:
