@@ -16,12 +16,14 @@ context (not divided by N, so gamma is on the paper's scale), in the same head:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
+from icgd.episodes import ShapeError
 from icgd.nn.attention import AttentionConfig
+from icgd.nn.kernels import get_kernel
 from icgd.nn.stack import Stack, StackConfig
 
 LayerWeights = dict[str, Tensor]
@@ -202,3 +204,96 @@ def copy_gd_construction(dx: int, dy: int, n_context: int, eta: float, kernel: s
         layers[0] = copy | {"kernel_params": torch.ones(2, 1, dtype=torch.float64)}
     config = StackConfig(attention=attn, n_layers=2, kernels=(kernel, "linear"))
     return Construction(config, tuple(layers))
+
+
+# ------------------------------------------------------------------ kernel functional GD (SPEC 5)
+def rates_per_layer(values, n_layers: int, dy: int, what: str) -> Tensor:
+    """Learning rates as (L, Dy) float64 from a number, one per layer (L,), or one per layer and output
+    entry (L, Dy)."""
+    t = torch.as_tensor(values, dtype=torch.float64)
+    if t.dim() == 0:
+        t = t.expand(n_layers, dy)
+    elif t.dim() == 1:
+        if t.shape[0] != n_layers:
+            raise ShapeError(f"{what}: {t.shape[0]} values for {n_layers} layers")
+        t = t[:, None].expand(n_layers, dy)
+    if t.shape != (n_layers, dy):
+        raise ShapeError(f"{what} must be a number, (L,) or (L, Dy) = ({n_layers}, {dy}), got {tuple(t.shape)}")
+    return t.clone()
+
+
+def constant_kernel_value(kernel: str, params: Sequence[float] | None = None,
+                          options: dict[str, float] | None = None, dk: int = 1) -> float:
+    """kappa(0, 0): the similarity a head with zero key and query weights gives every pair (for a
+    normalised kernel, 1: the softmax then weighs every key 1/N). 0 means no constant head is possible."""
+    k = get_kernel(kernel)
+    if k.normalized:
+        return 1.0
+    p = torch.tensor(k.param_init if params is None else tuple(params), dtype=torch.float64).reshape(1, -1)
+    z = torch.zeros(1, 1, dk, dtype=torch.float64)
+    return float(k.fn(z, z, p, dict(options or {})).reshape(-1)[0])
+
+
+def kernel_gd_weights(dx: int, dy: int, etas: Sequence[float], n_scale: int | None, normalized: bool,
+                      biases: Sequence[float] | None = None, constant: float = 1.0) -> LayerWeights:
+    """One attention layer (float64) doing one step of kernel functional GD on tokens [x; y - p] (SPEC 5).
+
+    Head 1 (kernel head): W_K = W_Q = [I_Dx 0] (dk = Dx), W_V = [0 I_Dy] (the residual y_i - p(x_i)),
+    P = -diag(etas) / n (no 1/n for a normalised kernel). Head 2 (constant head, when `biases` is given):
+    W_K = W_Q = 0, so every pair gets kappa(0, 0) = `constant` (1/N after a softmax); the same W_V and
+    P = -diag(biases) / (n * constant) (-diag(biases) for a normalised kernel). Every token's y-slot then
+    falls by the update, so the query's holds -p_{l+1}(x_q).
+    Returns {"w_q", "w_k": (H, Dx, D), "w_v": (H, Dy, D), "w_o": (H, D, Dy)}, H = 1 or 2, D = Dx + Dy.
+    """
+    d, h = dx + dy, 1 if biases is None else 2
+    f = {"dtype": torch.float64}
+    w_q = torch.zeros(h, dx, d, **f)
+    w_q[0, :, :dx] = torch.eye(dx, **f)
+    w_v = torch.zeros(h, dy, d, **f)
+    w_v[:, :, dx:] = torch.eye(dy, **f)
+    w_o = torch.zeros(h, d, dy, **f)
+    scale = 1.0 if normalized else 1.0 / n_scale
+    w_o[0, dx:] = -scale * torch.diag(torch.as_tensor(etas, **f))
+    if biases is not None:
+        w_o[1, dx:] = -(scale / constant) * torch.diag(torch.as_tensor(biases, **f))
+    return {"w_q": w_q, "w_k": w_q.clone(), "w_v": w_v, "w_o": w_o}
+
+
+def kernel_gd_construction(dx: int, dy: int, n_scale: int, kernel: str, etas, n_layers: int = 1,
+                           biases=None, kernel_params: Sequence[float] | None = None,
+                           kernel_options: dict[str, float] | None = None,
+                           constant_params: Sequence[float] | None = None) -> Construction:
+    """An L-layer attention stack doing L steps of kernel functional GD (`icgd.learners.KernelGD` with the
+    same arguments), read out through `ConcatTokens(prior=p_0)`.
+
+    etas, biases: a number, (L,) or (L, Dy) learning rates (biases None: kernel head only; "tied": the
+    constant head uses etas, eq. 1). kernel_params: the kernel head's parameters (default the kernel's);
+    constant_params: the constant head's (default the kernel's; a sigmoid needs c != 0, a polynomial
+    c != 0). A kernel whose kappa(0, 0) is 0 (linear, cosine) cannot have a constant head: ValueError.
+    """
+    k = get_kernel(kernel)
+    eta_t = rates_per_layer(etas, n_layers, dy, "etas")
+    bias_t = None if biases is None else (eta_t if isinstance(biases, str) else rates_per_layer(biases, n_layers, dy, "biases"))
+    if isinstance(biases, str) and biases != "tied":
+        raise ValueError(f"biases must be None, 'tied' or learning rates, got {biases!r}")
+    constant = 1.0
+    if bias_t is not None:
+        constant = constant_kernel_value(kernel, constant_params, kernel_options, dx)
+        if abs(constant) < 1e-12:
+            raise ValueError(f"the {kernel} kernel cannot make a constant head: with zero key/query weights it "
+                             f"gives kappa = {constant:g} (a constant needs a nonzero value; linear and cosine "
+                             "attention have none)")
+    heads = 1 if bias_t is None else 2
+    attn = AttentionConfig(d_model=dx + dy, n_heads=heads, d_key=dx, d_value=dy, kernel=kernel,
+                           kernel_options=dict(kernel_options or {}))
+    layers = []
+    for layer in range(n_layers):
+        w = kernel_gd_weights(dx, dy, eta_t[layer].tolist(), n_scale, k.normalized,
+                              None if bias_t is None else bias_t[layer].tolist(), constant)
+        if k.n_params:
+            head1 = k.param_init if kernel_params is None else tuple(kernel_params)
+            rows = [head1] + ([k.param_init if constant_params is None else tuple(constant_params)]
+                              if heads == 2 else [])
+            w["kernel_params"] = torch.tensor(rows, dtype=torch.float64)
+        layers.append(w)
+    return Construction(StackConfig(attention=attn, n_layers=n_layers), tuple(layers))

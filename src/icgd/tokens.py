@@ -16,16 +16,21 @@ from icgd.episodes import Episodes, ShapeError
 
 
 # -------------------------------------------------------------------------------------- concatenated
-def concat_tokens(ep: Episodes, w0: Tensor | None = None) -> Tensor:
+def concat_tokens(ep: Episodes, w0: Tensor | None = None, prior: float | None = None) -> Tensor:
     """Concatenated tokens (B, N + Q, Dx + Dy): context tokens first, then the Q query tokens.
 
     w0: optional initial linear model (Dy, Dx) or (B, Dy, Dx); the query y-entries start at -W0 x_q.
+    prior: optional constant initial prediction p_0 (categorical kernel GD, SPEC 5): context tokens
+    [x_i; y_i - p_0], queries [x_q; -p_0].
     """
+    if w0 is not None and prior is not None:
+        raise ValueError("give an initial linear model w0 or a constant prior, not both")
     if w0 is None:
-        qy0 = ep.query_x.new_zeros(ep.batch_size, ep.n_queries, ep.dy)
+        qy0 = ep.query_x.new_full((ep.batch_size, ep.n_queries, ep.dy), -float(prior or 0.0))
     else:
         qy0 = -(ep.query_x @ _check_w0(w0, ep).transpose(-1, -2))
-    ctx = torch.cat([ep.context_x, ep.context_y], dim=-1)
+    cy = ep.context_y if prior is None else ep.context_y - float(prior)
+    ctx = torch.cat([ep.context_x, cy], dim=-1)
     qry = torch.cat([ep.query_x, qy0], dim=-1)
     return torch.cat([ctx, qry], dim=1)
 
@@ -81,9 +86,11 @@ def interleaved_to_episodes(tokens: Tensor, dx: int, dy: int) -> Episodes:
 # ------------------------------------------------------------------------------ construction objects
 @dataclass(frozen=True)
 class ConcatTokens:
-    """Concatenated construction; `w0` (Dy, Dx) sets the query's initial y-entry to -W0 x_q."""
+    """Concatenated construction; `w0` (Dy, Dx) sets the query's initial y-entry to -W0 x_q; `prior` p_0
+    starts every prediction at the constant p_0 (context y-entries y_i - p_0, queries -p_0)."""
 
     w0: Tensor | None = None
+    prior: float | None = None
     name: str = "concat"
     #: all Q queries share one sequence after the context
     one_sequence_per_query: bool = False
@@ -94,7 +101,7 @@ class ConcatTokens:
     def encode(self, ep: Episodes) -> tuple[Tensor, int]:
         """(tokens (B, N + Q, Dx + Dy), number of context tokens N)."""
         w0 = None if self.w0 is None else self.w0.to(ep.query_x)
-        return concat_tokens(ep, w0), ep.n_context
+        return concat_tokens(ep, w0, self.prior), ep.n_context
 
     def decode(self, tokens: Tensor, ep: Episodes) -> Tensor:
         return concat_readout(tokens, ep.n_context, ep.dx)

@@ -3,11 +3,12 @@
 
 `TASKS` is the registry a config's `task.kind` names (the first kind is the default)."""
 
+from icgd.tasks.categorical import CategoricalQuadrants
 from icgd.tasks.linear import LinearRegression
 from icgd.tasks.sine import SineRegression
 
 #: task kinds by the name a config gives as `task.kind`; the first is the default
-TASKS: dict[str, type] = {"linear": LinearRegression, "sine": SineRegression}
+TASKS: dict[str, type] = {"linear": LinearRegression, "sine": SineRegression, "categorical": CategoricalQuadrants}
 
 
 def get_task(kind: str) -> type:
@@ -18,4 +19,4 @@ def get_task(kind: str) -> type:
         raise ValueError(f"unknown task kind {kind!r}; known: {', '.join(TASKS)}") from None
 
 
-__all__ = ["LinearRegression", "SineRegression", "TASKS", "get_task"]
+__all__ = ["TASKS", "CategoricalQuadrants", "LinearRegression", "SineRegression", "get_task"]

@@ -1,0 +1,120 @@
+"""Categorical kernel GD (SPEC 5): the task, the explicit learner, and the attention construction that equals
+it to float64 rounding for every kernel of the registry, with and without the constant head."""
+
+import pytest
+import torch
+
+from icgd import make_generator
+from icgd.constructions import constant_kernel_value, kernel_gd_construction
+from icgd.learners.kernel_gd import KernelGD
+from icgd.learners.transformer import TransformerLearner
+from icgd.nn.kernels import kernel_names
+from icgd.tasks import CategoricalQuadrants
+from icgd.tasks.categorical import probability_mse, quadrant_of, true_probabilities, xor_templates
+from icgd.tokens import ConcatTokens
+
+#: kernel head parameters where the kernel has some (the sigmoid's a small, so tanh is not saturated)
+PARAMS = {"sigmoid": (0.5, 0.3), "polynomial": (0.7,), "softmax": (0.8,), "exponential": (1.5,), "rbf": (0.6,),
+          "laplacian": (0.9,), "chi_squared": (0.4,)}
+NO_CONSTANT = {"linear", "cosine"}
+
+
+def _episodes(n=12, q=7, dx=2, seed=0, **kw):
+    task = CategoricalQuadrants(n_context=n, n_queries=q, dx=dx, **kw)
+    return task, task.sample(6, make_generator(seed), dtype=torch.float64)
+
+
+def test_registry_has_the_nine_kernels_of_the_source():
+    assert set(kernel_names()) >= {"linear", "rbf", "laplacian", "exponential", "softmax", "sigmoid", "polynomial",
+                                   "cosine", "chi_squared"}
+
+
+@pytest.mark.parametrize("kernel", sorted(kernel_names()))
+@pytest.mark.parametrize("n_layers", [1, 3])
+@pytest.mark.parametrize("constant_head", [False, True])
+def test_construction_equals_kernel_gd(kernel, n_layers, constant_head):
+    """Every kernel, 1 and 3 layers, rates per layer and category, with the constant head where the kernel
+    allows one: the attention stack's predictions equal kernel GD's to float64 rounding."""
+    if constant_head and kernel in NO_CONSTANT:
+        pytest.skip("no constant head (tested to refuse below)")
+    task, ep = _episodes(dx=3 if kernel == "chi_squared" else 2)
+    if kernel == "chi_squared":  # meant for non-negative features
+        ep = type(ep)(ep.context_x.abs(), ep.context_y, ep.query_x.abs(), ep.query_y, ep.teacher)
+    gen = torch.Generator().manual_seed(3)
+    etas = 0.5 + torch.rand(n_layers, task.dy, generator=gen, dtype=torch.float64)
+    biases = 0.3 + torch.rand(n_layers, task.dy, generator=gen, dtype=torch.float64) if constant_head else None
+    params = PARAMS.get(kernel)
+    const = (0.5, 0.7) if kernel == "sigmoid" else None  # the constant head's own parameters: tanh(0.7)
+    cons = kernel_gd_construction(ep.dx, task.dy, n_scale=10, kernel=kernel, etas=etas, n_layers=n_layers,
+                                  biases=biases, kernel_params=params, constant_params=const)
+    assert cons.config.attention.n_heads == (2 if constant_head else 1)
+    tf = TransformerLearner(cons.build(), ConcatTokens(prior=task.prior))
+    gd = KernelGD(kernel, etas, n_layers, task.dy, biases=biases, kernel_params=params, prior=task.prior,
+                  n_scale=10)
+    pred = tf.predict(ep)
+    torch.testing.assert_close(pred, gd.predict(ep), rtol=1e-12, atol=1e-12)
+    assert (pred - task.prior).abs().max() > 1e-3  # it moved away from the prior
+
+
+@pytest.mark.parametrize("kernel", sorted(NO_CONSTANT))
+def test_linear_and_cosine_refuse_the_constant_head(kernel):
+    with pytest.raises(ValueError, match="cannot make a constant head"):
+        kernel_gd_construction(2, 2, 10, kernel, 1.0, biases=1.0)
+
+
+def test_constant_head_values():
+    assert constant_kernel_value("rbf") == 1.0 and constant_kernel_value("softmax") == 1.0
+    assert constant_kernel_value("sigmoid", (1.0, 0.5)) == pytest.approx(torch.tanh(torch.tensor(0.5)).item())
+    assert constant_kernel_value("polynomial", (2.0,), {"degree": 3}) == pytest.approx(8.0)
+    assert constant_kernel_value("linear") == 0.0 and constant_kernel_value("cosine") == 0.0
+
+
+def test_tied_constant_head_is_eq_1():
+    """biases='tied': the constant head uses the kernel head's rates (eq. 1); one step by hand."""
+    task, ep = _episodes(n=9, q=4)
+    gd = KernelGD("rbf", 0.8, 1, task.dy, biases="tied", kernel_params=(0.5,), prior=task.prior)
+    x, y = ep.context_x, ep.context_y
+    k = torch.exp(-((ep.query_x[:, :, None] - x[:, None]) ** 2).sum(-1) / (2 * 0.5 ** 2))
+    r = y - task.prior
+    ref = task.prior + 0.8 / 9 * (k @ r) + 0.8 / 9 * r.sum(1, keepdim=True)
+    torch.testing.assert_close(gd.predict(ep), ref)
+    cons = kernel_gd_construction(2, task.dy, 9, "rbf", 0.8, biases="tied", kernel_params=(0.5,))
+    torch.testing.assert_close(TransformerLearner(cons.build(), ConcatTokens(prior=task.prior)).predict(ep), ref)
+
+
+def test_softmax_kernel_gd_is_invariant_to_n_scale_and_others_are_not():
+    task, ep = _episodes(n=16, q=5)
+    for kernel, invariant in (("softmax", True), ("rbf", False)):
+        a = KernelGD(kernel, 1.0, 1, task.dy, prior=task.prior, n_scale=8).predict(ep)
+        b = KernelGD(kernel, 1.0, 1, task.dy, prior=task.prior, n_scale=16).predict(ep)
+        assert torch.allclose(a, b) == invariant
+
+
+def test_task_templates_labels_and_probabilities():
+    t = xor_templates(3)
+    assert t.shape == (12, 4) and len({tuple(r) for r in t.tolist()}) == 12
+    for row in t.tolist():  # one category on a diagonal pair, the other two once each
+        assert (row[0] == row[3]) != (row[1] == row[2]) and len(set(row)) == 3
+    task = CategoricalQuadrants(n_context=50, n_queries=30)
+    ep = task.sample(400, make_generator(1))
+    assert ep.context_y.shape == (400, 50, 2) and ep.query_y.shape == (400, 30, 2) and ep.teacher.shape == (400, 4, 3)
+    assert set(ep.context_y.sum(-1).unique().tolist()) <= {0.0, 1.0}  # one-hot, the reference all zeros
+    p = true_probabilities(ep.teacher, ep.context_x)
+    assert torch.allclose(p.sum(-1), torch.ones(())) and sorted(p.unique().tolist()) == pytest.approx([0.1, 0.8])
+    # sampled labels follow the probabilities: frequency of the dominant category near 0.8
+    labels = torch.cat([ep.context_y, 1 - ep.context_y.sum(-1, keepdim=True)], -1).argmax(-1)
+    dominant = p.argmax(-1)
+    assert abs((labels == dominant).double().mean().item() - 0.8) < 0.01
+    assert quadrant_of(torch.tensor([[-0.1, -0.1], [-0.1, 0.1], [0.1, -0.1], [0.1, 0.1]])).tolist() == [0, 1, 2, 3]
+    probs = task.model_copy(update={"query_targets": "probabilities"}).sample(4, make_generator(1))
+    assert torch.equal(probs.query_y, true_probabilities(probs.teacher, probs.query_x)[..., :2])
+    assert torch.allclose(probability_mse(probs.query_y, probs), torch.zeros(4))
+
+
+def test_grid_and_centre_queries():
+    task = CategoricalQuadrants(queries="grid", grid_size=100)
+    ep = task.sample(2, make_generator(0))
+    assert ep.query_x.shape == (2, 10_000, 2) and task.total_queries == 10_000
+    assert (ep.query_x.abs() > 0).all()  # cell centres: never on a quadrant boundary
+    c = CategoricalQuadrants(queries="centres").sample(2, make_generator(0))
+    assert c.query_x[0].tolist() == [[-0.5, -0.5], [-0.5, 0.5], [0.5, -0.5], [0.5, 0.5]]
