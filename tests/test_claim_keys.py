@@ -9,7 +9,7 @@ from icgd.claims.base import SUITES
 from icgd.claims.runner import suite_names, verify
 
 
-@pytest.mark.parametrize("suite", ["oswald", "oswald-nonlinear", "oswald-copy", "blog"])
+@pytest.mark.parametrize("suite", ["oswald", "oswald-nonlinear", "oswald-copy", "blog", "categorical"])
 def test_every_claim_reads_a_result_its_experiments_write(suite, tmp_path):
     assert suite in suite_names()
     report = verify(suite, tmp_path / suite, smoke=True, seeds=None)

@@ -135,7 +135,8 @@ class TaskDistribution(Protocol):
 
     sample(batch, generator, device, dtype) -> Episodes with context (B, N, Dx|Dy) and queries (B, Q, Dx|Dy);
     loss(pred, target) -> per-task loss (B,) for predictions and targets (B, Q, Dy), the training objective;
-    reference_kinds: the explicit reference learners that make sense on this task (`icgd.learners.references`).
+    reference_kinds: the explicit reference learners that make sense on this task (`icgd.learners.references`);
+    evaluation_task() -> the task held-out episodes are drawn from (itself, or with other query targets).
     """
 
     dx: int
@@ -149,6 +150,9 @@ class TaskDistribution(Protocol):
         ...
 
     def loss(self, pred: Tensor, target: Tensor) -> Tensor:
+        ...
+
+    def evaluation_task(self) -> "TaskDistribution":
         ...
 
 

@@ -22,6 +22,17 @@ def subplots(n: int = 1, width: float = 4.2, height: float = 3.2, **kw):
     return fig, list(axes[0])
 
 
+def grid(nrows: int, ncols: int, width: float = 2.4, height: float = 2.3):
+    """(fig, axes list in row-major order) of an nrows x ncols grid, each panel width x height inches."""
+    fig, first = subplots(1, width, height)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
+                             layout="constrained")
+    return fig, [ax for row in axes for ax in row]
+
+
 def band(ax, x: Sequence[float], ys: np.ndarray | Sequence[Sequence[float]], label: str, color: str | None,
          per_seed: bool = False, **kw) -> None:
     """Mean over the first axis of `ys` (seeds x points) with a +- std band (color None: the next one).

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from icgd.claims import blog, nonlinear, oswald  # noqa: F401  (importing registers their suites)
+from icgd.claims import blog, categorical, nonlinear, oswald  # noqa: F401  (importing registers their suites)
 from icgd.claims.base import SUITES
 from icgd.experiments.registry import mode_of
 from icgd.experiments.runner import get_experiment, run_experiment

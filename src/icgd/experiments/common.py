@@ -93,7 +93,7 @@ def tune_tasks(ctx: ExperimentContext, task: TaskDistribution, seed: int = TUNE_
 def curve_tasks(res: TrainResult) -> Episodes:
     """The held-out tasks behind a training run's curves (metrics.csv), for reference lines drawn on them."""
     c = res.config
-    return c.task.sample(c.eval.n_tasks, make_generator(c.eval.seed), dtype=torch.float64)
+    return c.task.evaluation_task().sample(c.eval.n_tasks, make_generator(c.eval.seed), dtype=torch.float64)
 
 
 def seed_learners(res: TrainResult) -> list[Any]:

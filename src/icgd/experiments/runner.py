@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from icgd.experiments import blog, nonlinear, oswald  # noqa: F401  (importing registers their experiments)
+from icgd.experiments import blog, categorical, nonlinear, oswald  # noqa: F401  (importing registers their experiments)
 from icgd.experiments.registry import REGISTRY, Experiment, ExperimentContext, mode_of
 
 

@@ -22,6 +22,11 @@ class SquaredErrorObjective:
     metrics: ClassVar[tuple[str, ...]] = ()
     reference_kinds: ClassVar[tuple[str, ...]] = ("gd", "gd_per_step", "gdpp", "zero")
 
+    def evaluation_task(self):
+        """The task whose episodes models are scored on: this one, unless the held-out targets differ from
+        the training ones (categorical tasks: the true probabilities instead of sampled labels)."""
+        return self
+
     def loss(self, pred: Tensor, target: Tensor) -> Tensor:
         """Per-task loss (B,) of predictions and targets (B, Q, Dy): the task's objective."""
         return MEASURES[self.objective](pred, target)

@@ -120,6 +120,21 @@ class CategoricalQuadrants(SquaredErrorObjective, BaseModel):
         """p_0 = 1/C: where kernel GD starts, on each of the C-1 encoded entries."""
         return 1.0 / self.n_categories
 
+    def loss(self, pred: Tensor, target: Tensor) -> Tensor:
+        """Per-task loss (B,) of outputs and targets (B, Q, C-1). Against labels: the training objective,
+        mean over queries of 0.5 * ||output - y||^2 (the source's). Against probabilities: the score, mean over
+        queries and all C categories of the squared error (the reference category's as 1 - the sum), which is
+        `probability_mse`."""
+        if self.query_targets == "labels":
+            return super().loss(pred, target)
+        if pred.shape != target.shape:
+            raise ShapeError(f"predictions {tuple(pred.shape)} and targets {tuple(target.shape)} differ in shape")
+        return (_complete(pred) - _complete(target)).pow(2).mean(-1).mean(-1)
+
+    def evaluation_task(self) -> "CategoricalQuadrants":
+        """The same task with the true probabilities as query targets: what models are scored against."""
+        return self.model_copy(update={"query_targets": "probabilities"})
+
     def template_table(self, dtype: torch.dtype = torch.float32) -> Tensor:
         """The quadrant probability tables of every template this task draws from: (K, 4, C)."""
         c = self.n_categories
@@ -168,6 +183,11 @@ class CategoricalQuadrants(SquaredErrorObjective, BaseModel):
         return ep if device is None or torch.device(device) == g_dev else ep.to(device)
 
 
+def _complete(p: Tensor) -> Tensor:
+    """(..., C-1) probabilities of categories 0..C-2 -> (..., C), the reference category's as 1 - the sum."""
+    return torch.cat([p, 1 - p.sum(-1, keepdim=True)], -1)
+
+
 def probability_mse(pred: Tensor, ep: Episodes) -> Tensor:
     """Per-task MSE (B,) between predicted probabilities (B, Q, C-1) of categories 0..C-2 and the true
     ones at the queries, over all C categories (the reference category's as 1 - the sum of the others)."""
@@ -176,5 +196,4 @@ def probability_mse(pred: Tensor, ep: Episodes) -> Tensor:
     p = true_probabilities(ep.teacher, ep.query_x)
     if pred.shape != p[..., :-1].shape:
         raise ShapeError(f"predictions {tuple(pred.shape)} must be (B, Q, C-1) = {tuple(p[..., :-1].shape)}")
-    full = torch.cat([pred, 1 - pred.sum(-1, keepdim=True)], -1)
-    return ((full - p.to(pred)) ** 2).mean(-1).mean(-1)
+    return ((_complete(pred) - p.to(pred)) ** 2).mean(-1).mean(-1)

@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from icgd.nn.attention import AttentionOptions
+from icgd.nn.kernels import KernelName
 from icgd.nn.stack import StackConfig, StackOptions
 from icgd.seeds import TRAIN_SEEDS, check_seeds
 from icgd.tasks import TASKS, LinearRegression
@@ -107,8 +108,35 @@ class LSTMConfig(_Strict):
         return 1
 
 
+class KernelGDConfig(_Strict):
+    """The source's "GD" model (SPEC 5; `icgd.learners.KernelGD`): kernel functional GD whose only learnt
+    weights are the learning rates (one per layer and output entry) and the kernel's parameters. The rates
+    are divided by the task's N (`task.n_context`, fixed at training) except for a normalised kernel."""
+
+    kind: Literal["kernel_gd"]
+    kernel: KernelName = "softmax"
+    n_layers: int = Field(1, ge=1)
+    constant_head: Literal["none", "tied", "free"] = Field(
+        "none", description="none: kernel head only; tied: a constant head with the kernel head's rates (eq. 1); "
+                            "free: its own rates")
+    eta_init: float = Field(1.0, description="initial learning rate of every layer and entry")
+    kernel_init: tuple[float, ...] | None = Field(None, description="initial kernel parameters (default the kernel's)")
+    kernel_options: dict[str, float] = Field(default_factory=dict)
+    learn_kernel_params: bool = True
+
+    @model_validator(mode="after")
+    def _kernel(self) -> "KernelGDConfig":
+        AttentionOptions(kernel=self.kernel, kernel_options=self.kernel_options, kernel_init=self.kernel_init)
+        return self
+
+    @property
+    def gd_steps(self) -> int:
+        return self.n_layers
+
+
 #: the kinds a config section may name (`model.kind`, `task.kind`); the first is the default
-MODEL_KINDS: dict[str, type[BaseModel]] = {"stack": ModelConfig, "mlp_lsa": FeatureLSAConfig, "lstm": LSTMConfig}
+MODEL_KINDS: dict[str, type[BaseModel]] = {"stack": ModelConfig, "mlp_lsa": FeatureLSAConfig, "lstm": LSTMConfig,
+                                           "kernel_gd": KernelGDConfig}
 TASK_KINDS: dict[str, type[BaseModel]] = TASKS
 
 

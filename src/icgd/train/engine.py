@@ -44,7 +44,12 @@ from icgd.train.rundir import METRIC_COLUMNS, RunDir
 
 
 class TrainingDiverged(RuntimeError):
-    """A non-finite training loss; the last good checkpoint is kept."""
+    """A non-finite training loss; the last good checkpoint is kept. `step`: the step (1-based) where it was
+    found; `seeds`: the seeds with a non-finite loss (None when not known, on an accelerator)."""
+
+    def __init__(self, message: str, step: int, seeds: list[int] | None = None) -> None:
+        super().__init__(message)
+        self.step, self.seeds = step, seeds
 
 
 class TrainingInterrupted(RuntimeError):
@@ -153,7 +158,10 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
     params, opt, stream = stepper.params, stepper.opt, stepper.stream
 
     g_eval = make_generator(config.eval.seed)
-    eval_eps = config.task.sample(config.eval.n_tasks, g_eval, dtype=torch.float64)
+    # a task may score models against other targets than it trains them on (categorical: the true
+    # probabilities instead of sampled labels)
+    eval_task = config.task.evaluation_task()
+    eval_eps = eval_task.sample(config.eval.n_tasks, g_eval, dtype=torch.float64)
     tune_eps = config.task.sample(config.eval.n_tune, g_eval, dtype=torch.float64)
     reference = load_reference(run, config, eval_eps) if resume else None
     if reference is None:
@@ -202,7 +210,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
                 status = "diverged"
                 raise TrainingDiverged(
                     f"training diverged at step {step + 1}: non-finite loss for seed(s) {bad}; "
-                    f"the last good checkpoint (step {saved_step[0]}) is kept in {run.path}")
+                    f"the last good checkpoint (step {saved_step[0]}) is kept in {run.path}", step + 1, bad)
             step += 1
             acc += losses.to(torch.float64)
             acc_n += 1
@@ -213,7 +221,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
                 status = "diverged"
                 raise TrainingDiverged(
                     f"training diverged between steps {saved_step[0]} and {step}: a non-finite loss; "
-                    f"the last good checkpoint (step {saved_step[0]}) is kept in {run.path}")
+                    f"the last good checkpoint (step {saved_step[0]}) is kept in {run.path}", step)
             if evaluating:
                 ev_rows = evaluate_seeds(config, params, eval_eps, reference)
                 for i, r in enumerate(ev_rows):

@@ -32,7 +32,7 @@ def reference_steps_of(config: TrainConfig) -> int:
 def build_reference(config: TrainConfig, eval_eps: Episodes, tune_eps: Episodes) -> Reference:
     """The explicit learner every seed is scored against, tuned on separate tasks (float64, CPU)."""
     learner = tune_reference(config.eval.reference, tune_eps, reference_steps_of(config))
-    stat = evaluate(learner, eval_eps, loss=config.task.loss)
+    stat = evaluate(learner, eval_eps, loss=config.task.evaluation_task().loss)
     return Reference(learner, stat.mean, stat.ci95)
 
 
@@ -42,7 +42,7 @@ def load_reference(run: RunDir, config: TrainConfig, eval_eps: Episodes) -> Refe
     if d is None:
         return None
     learner = reference_from(d)
-    stat = evaluate(learner, eval_eps, loss=config.task.loss)
+    stat = evaluate(learner, eval_eps, loss=config.task.evaluation_task().loss)
     return Reference(learner, stat.mean, stat.ci95)
 
 
@@ -58,7 +58,7 @@ def evaluate_seeds(config: TrainConfig, params: dict[str, Tensor], eval_eps: Epi
     ref_ep = eval_eps[:n_align].to(first.device, torch.float64)
     for i in range(len(config.seeds)):
         learner = seed_learner(config, {k: v.detach() for k, v in params.items()}, i)
-        stat = evaluate(learner, ev, loss=config.task.loss)
+        stat = evaluate(learner, ev, loss=config.task.evaluation_task().loss)
         row = {"eval_loss": stat.mean, "eval_ci_low": stat.ci95[0], "eval_ci_high": stat.ci95[1]}
         if n_align:
             learner64 = seed_learner(config, {k: v.detach().to(torch.float64) for k, v in params.items()}, i)

@@ -4,7 +4,10 @@ Every model kind is an nn.Module whose state_dict holds the weights the engine s
 - kind "stack": a `Stack` (weights named as in `Stack.state_dict()`), read through concatenated or
   interleaved tokens by a `TransformerLearner`;
 - kind "mlp_lsa": a `FeatureLSA` (embedding + MLP + LSA, or the GD control), itself a learner;
-- kind "lstm": an `LSTMLearner` (LSTM or BiLSTM read out at the query token), itself a learner.
+- kind "lstm": an `LSTMLearner` (LSTM or BiLSTM read out at the query token), itself a learner;
+- kind "kernel_gd": a `KernelGD` (kernel functional GD with learnt rates and kernel parameters), a learner.
+
+A task with a constant prior p_0 (categorical) starts a stack's predictions there: tokens [x; y - p_0].
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from torch import Tensor, nn
 
 from icgd.episodes import make_generator
 from icgd.learners.deep import FeatureLSA
+from icgd.learners.kernel_gd import KernelGD
 from icgd.learners.recurrent import LSTMLearner
 from icgd.learners.transformer import TransformerLearner
 from icgd.nn.stack import Stack
@@ -23,6 +27,7 @@ from icgd.tokens import ConcatTokens, InterleavedTokens
 from icgd.train.config import (
     DTYPES,
     FeatureLSAConfig,
+    KernelGDConfig,
     LSTMConfig,
     ModelConfig,
     TrainConfig,
@@ -39,6 +44,12 @@ def build_module(config: TrainConfig, dtype: torch.dtype = torch.float32, device
         std = None if m.init_scale is None else (m.init_scale / m.d_embed) ** 0.5
         return FeatureLSA(config.task.dx, config.task.dy, m.d_embed, m.mlp_ratio, m.gd_control, m.eta_init, std,
                           dtype=dtype, device=device, generator=generator)
+    if isinstance(m, KernelGDConfig):
+        biases = {"none": None, "tied": "tied", "free": m.eta_init}[m.constant_head]
+        return KernelGD(m.kernel, m.eta_init, m.n_layers, config.task.dy, biases=biases, kernel_params=m.kernel_init,
+                        kernel_options=m.kernel_options, prior=getattr(config.task, "prior", 0.0),
+                        n_scale=config.task.n_context, learn_kernel_params=m.learn_kernel_params, dtype=dtype,
+                        device=device, name="kernel_gd")
     if isinstance(m, LSTMConfig):
         return LSTMLearner(config.task.dx, config.task.dy, m.hidden, m.n_layers, m.bidirectional, dtype=dtype,
                            device=device, generator=generator)
@@ -48,7 +59,8 @@ def build_module(config: TrainConfig, dtype: torch.dtype = torch.float32, device
 def as_learner(config: TrainConfig, module: nn.Module, name: str = "transformer") -> Any:
     """The learner (Episodes -> predictions (B, Q, Dy)) around `module`."""
     if isinstance(module, Stack):
-        tokens = InterleavedTokens() if config.model.tokens == "interleaved" else ConcatTokens()
+        tokens = (InterleavedTokens() if config.model.tokens == "interleaved"
+                  else ConcatTokens(prior=getattr(config.task, "prior", None)))
         return TransformerLearner(module, tokens, name=name)
     module.name = name
     return module
