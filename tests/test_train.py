@@ -314,3 +314,31 @@ def test_per_layer_kernels_are_checked_when_the_config_is_read():
     with pytest.raises(ConfigError, match="recurrent stack has one block"):
         load_config("lsa-2-recurrent", ["model.kernels=[softmax,linear]"])
     assert load_config("copy-2").model.layers == ({"kernel": "softmax"}, {"kernel": "linear"})
+
+
+@pytest.mark.parametrize("model", [{"kind": "kernel_gd", "kernel": "rbf", "constant_head": "free"},
+                                   {"attention": {"kernel": "softmax", "n_heads": 2}}])
+def test_categorical_models_train_batched_and_are_scored_against_true_probabilities(tmp_path, model):
+    """The GD model and the Trained TF of source 002 train on categorical tasks (labels) with batched seeds
+    equal to separate ones, and are evaluated against the true probabilities (probability MSE)."""
+    from icgd.metrics import evaluate
+    from icgd.tasks.categorical import CategoricalQuadrants, probability_mse
+
+    extra = dict(task={"kind": "categorical", "n_context": 10, "n_queries": 4}, model=model,
+                 eval=SMALL_EVAL | {"reference": "zero", "alignment_tasks": 0}, optim={"lr": 1e-2})
+    together = train(_cfg(seeds=[0, 1], steps=20, **extra), tmp_path / "all")
+    alone = train(_cfg(seeds=[1], steps=20, **extra), tmp_path / "one")
+    assert together.summary["backend"] == "generic"
+    for k, v in alone.params.items():
+        torch.testing.assert_close(together.params[k][1], v[0], rtol=1e-9, atol=1e-12)
+    task = CategoricalQuadrants(n_context=10, n_queries=4, query_targets="probabilities")
+    ep = task.sample(SMALL_EVAL["n_tasks"], torch.Generator().manual_seed(1_000_003), dtype=torch.float64)
+    learner = together.learner(0)
+    pred = learner.predict(ep)
+    assert pred.shape == (len(ep), 4, 2)
+    # the engine's eval loss is the probability MSE over all C categories on such tasks
+    direct = probability_mse(pred.to(torch.float64), ep).mean().item()
+    assert evaluate(learner, ep, loss=task.loss).mean == pytest.approx(direct, rel=1e-9)
+    s = together.summary["seeds"][0]
+    assert s["final_eval_loss"] == pytest.approx(direct, rel=1e-9)  # the same held-out tasks and measure
+    assert s["final_eval_loss"] < s["reference_loss"]  # it beats predicting 0 for every category
