@@ -118,3 +118,32 @@ def test_grid_and_centre_queries():
     assert (ep.query_x.abs() > 0).all()  # cell centres: never on a quadrant boundary
     c = CategoricalQuadrants(queries="centres").sample(2, make_generator(0))
     assert c.query_x[0].tolist() == [[-0.5, -0.5], [-0.5, 0.5], [0.5, -0.5], [0.5, 0.5]]
+
+
+def test_fewshot_episodes_from_held_out_classes():
+    """Few-shot episodes (source 002, Fig. 5): n_way classes of the split, n_shot examples each, local labels;
+    training and held-out classes never meet; the evaluation task scores the error rate."""
+    pytest.importorskip("sklearn")
+    from icgd.tasks import FewShotFeatures
+    from icgd.tasks.fewshot import _features, _split
+
+    task = FewShotFeatures(features="digits", test_classes=4, split_seed=3)
+    train_cls, test_cls, x = _split("digits", 3, 4)
+    assert set(train_cls.tolist()).isdisjoint(test_cls.tolist()) and len(train_cls) + len(test_cls) == 10
+    feats, labels, _ = _features("digits")
+    for t, allowed in ((task, train_cls), (task.evaluation_task(), test_cls)):
+        ep = t.sample(64, make_generator(0), dtype=torch.float64)
+        assert ep.context_x.shape == (64, 30, 64) and ep.context_y.shape == (64, 30, 2)
+        assert ep.query_y.shape == (64, 15, 2)
+        assert set(ep.teacher.reshape(-1).long().tolist()) <= set(allowed.tolist())
+        full = torch.cat([ep.context_y, 1 - ep.context_y.sum(-1, keepdim=True)], -1)
+        assert (full.sum(1) == 10).all()  # 10 shots of each of the 3 local classes
+        # every context example is a row of the standardised features, of the class its label names
+        row = (x[None, None] - ep.context_x[:, :, None]).abs().sum(-1).argmin(-1)  # (B, N)
+        cls = ep.teacher.reshape(64, 3).long().gather(1, full.argmax(-1))
+        assert torch.equal(labels[row], cls)
+    ev = task.evaluation_task()
+    ep = ev.sample(8, make_generator(1), dtype=torch.float64)
+    assert ev.loss(ep.query_y, ep.query_y).abs().max() == 0  # the labels themselves: no error
+    wrong = torch.roll(torch.cat([ep.query_y, 1 - ep.query_y.sum(-1, keepdim=True)], -1), 1, -1)[..., :2]
+    assert torch.equal(ev.loss(wrong, ep.query_y), torch.ones(8, dtype=torch.float64))

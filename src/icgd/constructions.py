@@ -273,7 +273,8 @@ def kernel_gd_construction(dx: int, dy: int, n_scale: int, kernel: str, etas, n_
     """
     k = get_kernel(kernel)
     eta_t = rates_per_layer(etas, n_layers, dy, "etas")
-    bias_t = None if biases is None else (eta_t if isinstance(biases, str) else rates_per_layer(biases, n_layers, dy, "biases"))
+    bias_t = (None if biases is None
+              else eta_t if isinstance(biases, str) else rates_per_layer(biases, n_layers, dy, "biases"))
     if isinstance(biases, str) and biases != "tied":
         raise ValueError(f"biases must be None, 'tied' or learning rates, got {biases!r}")
     constant = 1.0

@@ -56,7 +56,8 @@ class KernelGD(nn.Module):
                        else nn.Parameter(rates_per_layer(biases, n_layers, dy, "biases").to(**kw)))
         values = self.kernel.param_init if kernel_params is None else tuple(float(v) for v in kernel_params)
         if len(values) != self.kernel.n_params:
-            raise ValueError(f"the {self.kernel.name} kernel has {self.kernel.n_params} parameter(s), got {len(values)}")
+            raise ValueError(f"the {self.kernel.name} kernel has {self.kernel.n_params} parameter(s), "
+                             f"got {len(values)}")
         self.kernel_params = nn.Parameter(torch.tensor(values, **kw).reshape(1, -1),
                                           requires_grad=learn_kernel_params and self.kernel.n_params > 0)
 

@@ -4,11 +4,13 @@
 `TASKS` is the registry a config's `task.kind` names (the first kind is the default)."""
 
 from icgd.tasks.categorical import CategoricalQuadrants
+from icgd.tasks.fewshot import FewShotFeatures
 from icgd.tasks.linear import LinearRegression
 from icgd.tasks.sine import SineRegression
 
 #: task kinds by the name a config gives as `task.kind`; the first is the default
-TASKS: dict[str, type] = {"linear": LinearRegression, "sine": SineRegression, "categorical": CategoricalQuadrants}
+TASKS: dict[str, type] = {"linear": LinearRegression, "sine": SineRegression, "categorical": CategoricalQuadrants,
+                         "fewshot": FewShotFeatures}
 
 
 def get_task(kind: str) -> type:
@@ -19,4 +21,4 @@ def get_task(kind: str) -> type:
         raise ValueError(f"unknown task kind {kind!r}; known: {', '.join(TASKS)}") from None
 
 
-__all__ = ["TASKS", "CategoricalQuadrants", "LinearRegression", "SineRegression", "get_task"]
+__all__ = ["TASKS", "CategoricalQuadrants", "FewShotFeatures", "LinearRegression", "SineRegression", "get_task"]
