@@ -390,8 +390,6 @@ def fewshot(ctx: ExperimentContext) -> None:
     name, test_classes = FEWSHOT_DATA[ctx.mode]
     from icgd.fewshot_data import FEATURE_SETS
 
-    ctx.note(f"Features: {name}: {FEATURE_SETS[name]}; {test_classes} classes held out per split; episodes of "
-             "3 classes x 10 shots, 5 queries per class.")
     n = size(ctx, FEWSHOT_STEPS)
     rows, fig_data = [], {}
     for kernel in ("linear", "softmax"):
@@ -424,6 +422,8 @@ def fewshot(ctx: ExperimentContext) -> None:
                    f"{median(accs):.3f} (splits {min(accs):.3f}-{max(accs):.3f}); "
                    f"95% of it at step {median(steps95):g}")
     ctx.table("fewshot", rows)
+    ctx.note(f"Features: {name}: {FEATURE_SETS[name]}; {test_classes} classes held out per split; episodes of "
+             "3 classes x 10 shots, 5 queries per class.")
     fig, (ax,) = subplots(1, width=5.0, height=3.6)
     for i, (kernel, (steps, ys)) in enumerate(fig_data.items()):
         band(ax, steps, ys, f"{kernel} attention (GD model)", f"C{i}")
