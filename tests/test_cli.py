@@ -53,3 +53,19 @@ def test_console_script_help_and_version():
         assert r.returncode == 0 and r.stdout
     r = subprocess.run(["icgd", "baselines", "--dy", "x"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+def test_missing_feature_package_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys):
+    """The few-shot study without its optional package: one line naming the pip command, exit 2."""
+    import icgd.fewshot_data as fd
+    from icgd.tasks import fewshot
+
+    fewshot._features.cache_clear()
+    fewshot._split.cache_clear()
+    monkeypatch.setitem(fd._REQUIREMENTS, "glyphs-efficientnet", [("icgd_no_such_module", "python3 -m pip install x")])
+    argv = ["train", "lsa-1", "task.kind=fewshot", "task.features=glyphs-efficientnet", "eval.reference=zero",
+            "model.kind=kernel_gd", "steps=2", "--out", str(tmp_path / "run")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err  # the backend line, then the error on one line, no traceback
+    assert "Traceback" not in err and err.splitlines()[-1].startswith("error: feature set 'glyphs-efficientnet'")
+    assert "python3 -m pip install x" in err.splitlines()[-1]
