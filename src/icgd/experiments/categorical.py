@@ -139,7 +139,7 @@ def kernels_of(ctx: ExperimentContext) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------------------- GD vs TF
 @register("categorical-gd-vs-tf", "GD model vs Trained TF for each kernel: MSE, agreement, curves, maps "
-          "(Fig. 2, 3, 6-9)", SOURCE, quick_minutes=6, full_minutes=40)
+          "(Fig. 2, 3, 6-9)", SOURCE, quick_minutes=3, full_minutes=40)
 def gd_vs_tf(ctx: ExperimentContext) -> None:
     ep = held_out(ctx)
     n_align = size(ctx, ALIGN_TASKS)
@@ -229,7 +229,7 @@ def _complete(p: torch.Tensor) -> torch.Tensor:
 
 # ------------------------------------------------------------------------------------------ heads
 @register("categorical-heads", "Trained TF with 1-4 softmax heads vs the 1-head GD model (Fig. 4 left)", SOURCE,
-          quick_minutes=5, full_minutes=20)
+          quick_minutes=2, full_minutes=20)
 def heads(ctx: ExperimentContext) -> None:
     ep = held_out(ctx)
     gd_res = ctx.train("cat-gd-softmax", gd_config(ctx, "softmax"))
@@ -260,7 +260,7 @@ def heads(ctx: ExperimentContext) -> None:
 
 # ------------------------------------------------------------------------------------ context size
 @register("categorical-context", "softmax models trained at N = 20 applied at N = 5..160 vs RBF with and "
-          "without the 1/N rescaled; MSE at the quadrant centres (Fig. 4 right)", SOURCE, quick_minutes=3,
+          "without the 1/N rescaled; MSE at the quadrant centres (Fig. 4 right)", SOURCE, quick_minutes=1,
           full_minutes=12)
 def context_size(ctx: ExperimentContext) -> None:
     models: dict[str, list[Any]] = {}
@@ -329,7 +329,7 @@ def _rescaled(learner: Any, factor: float) -> Any:
 
 # ------------------------------------------------------------------------------------------ depth
 @register("categorical-depth", "exponential vs softmax attention, every weight trained, 1-3 layers (full 1-4): "
-          "divergence and MSE per seed (the source's text on stability)", SOURCE, quick_minutes=8, full_minutes=40)
+          "divergence and MSE per seed (the source's text on stability)", SOURCE, quick_minutes=2, full_minutes=40)
 def depth(ctx: ExperimentContext) -> None:
     ep = held_out(ctx)
     prior = score(prior_learner(ep.dy), ep)
@@ -385,7 +385,7 @@ FEWSHOT_EVAL_TASKS = Size(quick=1024, full=2048, smoke=32)
 
 @register("categorical-fewshot", "few-shot classification of held-out classes from real features: GD model "
           "with linear vs softmax attention, accuracy over training steps, several class splits (Fig. 5)", SOURCE,
-          quick_minutes=3, full_minutes=20)
+          quick_minutes=5, full_minutes=20)
 def fewshot(ctx: ExperimentContext) -> None:
     name, test_classes = FEWSHOT_DATA[ctx.mode]
     from icgd.fewshot_data import FEATURE_SETS
