@@ -59,6 +59,11 @@ def categorical() -> list[Claim]:
               lambda r: r[CONTEXT][X.CONTEXT_FIXED_OVER_RESCALED], ">", 1.1,
               "'for all attention kernels other than softmax ... as long as the scaling in the code is adjusted': "
               "without it the model should be clearly worse; 10%"),
+        Claim("laplacian-tf-unstable", "the Laplacian Trained TF (1 layer, 1 head, every weight trained) trains "
+              "unstably: seeds whose training diverged", "App. C", GVT,
+              lambda r: r[GVT][X.TF_DIVERGED.format(kernel="laplacian")], ">", 0,
+              "'the training of all model parameters (Trained TF) was unstable when considering attention with "
+              "the Laplacian kernel': at least one seed; a divergence is the instability the engine can see"),
         Claim("softmax-trains-stably", "softmax attention, every weight trained, 1-3 layers (full 1-4): runs that "
               "diverged or ended above the prior's MSE", "App. C", DEPTH,
               lambda r: r[DEPTH][X.DEPTH_UNSTABLE.format(kernel="softmax")], "<", 1,
