@@ -8,7 +8,10 @@ categorical-heads: the Trained TF with 1-4 softmax heads against the 1-head GD m
 categorical-context: softmax models trained at N = 20 applied unchanged at N = 5 .. 160, against the RBF
   kernel with and without the 1/N rescaled; MSE at the quadrant centres (Fig. 4 right).
 categorical-depth: exponential against softmax attention, every weight trained, with 1 to 3 (full 4)
-  layers, each seed its own run so that a divergence is seen per seed (the source's text on stability).
+  layers; the seeds train batched and, when a run diverges, the seeds with a non-finite loss are recorded
+  with the step and the others train on (the source's text on stability).
+categorical-fewshot: 3-way 10-shot classification of held-out classes from real features (Fig. 5), the
+  GD model with linear and with softmax attention, over several class splits.
 
 Our choices where the source is silent or its numbers are lost (stated in the README): N = 20 context
 points, 8 random queries per training task, batches of 512 fresh tasks, Adam 1e-3 (the authors' code),
