@@ -181,7 +181,7 @@ def gd_vs_tf(ctx: ExperimentContext) -> None:
                    f"(prior {prior:.4f}); prediction difference {diff:.3f}, sensitivity cosine {cos:.3f}")
         steps, ys = curves(tf_res, "eval_loss")
         color = f"C{i}"
-        band(ax, steps, ys, f"TF {kernel}", color)
+        band(ax, steps, ys, f"TF {kernel}", color, per_seed=True)  # a seed stuck on a plateau shows as itself
         ax.axhline(gd_mse, color=color, ls="--", lw=1)
         fitted[kernel] = (gd, tfs[0])
     ax.axhline(prior, color="grey", ls=":", lw=1, label="prior 1/C")
