@@ -5,9 +5,9 @@ distractors) sets the probabilities of the C categories, through a quadrant temp
 
 - "xor" (default): one category dominates a diagonal pair of quadrants and two other categories one of
   the remaining quadrants each; the dominant category of a quadrant has probability `dominant` (0.8), the
-  others share the rest. For C = 3 these are the 12 templates of the authors' code (3 categories for the
-  diagonal x 2 diagonals x 2 ways to place the other two); no linear boundary separates the diagonal
-  category from the others, which is what lets nonlinear kernels beat the linear one.
+  others share the rest. For C = 3 there are 12 (3 categories for the diagonal x 2 diagonals x 2 ways to
+  place the other two), of the form and number of the authors' code's list; no linear boundary separates
+  the diagonal category from the others, which is what lets nonlinear kernels beat the linear one.
 - "fixed": always the same XOR template (category C-1 on the (-,-)/(+,+) diagonal, category 0 on (-,+),
   category 1 on (+,-)); the source's Fig. 1 template is lost in the text we have, so this is our choice.
 
