@@ -222,6 +222,16 @@ def rates_per_layer(values, n_layers: int, dy: int, what: str) -> Tensor:
     return t.clone()
 
 
+def constant_head_rates(biases, n_layers: int, dy: int) -> Tensor | str | None:
+    """The constant head's learning rates: None (no constant head), "tied" (the kernel head's rates,
+    eq. 1) or (L, Dy) float64 from `rates_per_layer`; ValueError for any other string."""
+    if isinstance(biases, str):
+        if biases != "tied":
+            raise ValueError(f"biases must be None, 'tied' or learning rates, got {biases!r}")
+        return biases
+    return None if biases is None else rates_per_layer(biases, n_layers, dy, "biases")
+
+
 def constant_kernel_value(kernel: str, params: Sequence[float] | None = None,
                           options: dict[str, float] | None = None, dk: int = 1) -> float:
     """kappa(0, 0): the similarity a head with zero key and query weights gives every pair (for a
@@ -273,10 +283,9 @@ def kernel_gd_construction(dx: int, dy: int, n_scale: int, kernel: str, etas, n_
     """
     k = get_kernel(kernel)
     eta_t = rates_per_layer(etas, n_layers, dy, "etas")
-    bias_t = (None if biases is None
-              else eta_t if isinstance(biases, str) else rates_per_layer(biases, n_layers, dy, "biases"))
-    if isinstance(biases, str) and biases != "tied":
-        raise ValueError(f"biases must be None, 'tied' or learning rates, got {biases!r}")
+    bias_t = constant_head_rates(biases, n_layers, dy)
+    if isinstance(bias_t, str):
+        bias_t = eta_t
     constant = 1.0
     if bias_t is not None:
         constant = constant_kernel_value(kernel, constant_params, kernel_options, dx)

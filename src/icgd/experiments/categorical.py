@@ -27,12 +27,12 @@ import numpy as np
 import torch
 
 from icgd.episodes import Episodes, make_generator
-from icgd.experiments.common import Size, curves, eval_every, median, size
+from icgd.experiments.common import Size, curves, eval_every, median, seed_learners, size
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.kernel_gd import KernelGD
 from icgd.metrics import alignment, evaluate
-from icgd.plots import COLORS, band, grid, subplots
-from icgd.tasks.categorical import CategoricalQuadrants, true_probabilities
+from icgd.plots import COLORS, band, grid, label_axes, subplots
+from icgd.tasks.categorical import CategoricalQuadrants, complete_probabilities, true_probabilities
 from icgd.train.config import TrainConfig, build_config
 from icgd.train.engine import TrainingDiverged, TrainResult
 
@@ -76,6 +76,7 @@ CONTEXT_SIZES = (5, 10, 20, 40, 80, 160)
 CONTEXT_TASKS = Size(quick=4096, full=10_000, smoke=64)
 HEADS = (1, 2, 3, 4)
 DEPTHS = Size(quick=3, full=4, smoke=2)
+MSE_LABEL = "MSE to the true probabilities"
 
 
 def task(n_context: int = N_TRAIN, **kw: Any) -> CategoricalQuadrants:
@@ -83,14 +84,15 @@ def task(n_context: int = N_TRAIN, **kw: Any) -> CategoricalQuadrants:
 
 
 def cat_config(ctx: ExperimentContext, name: str, model: dict[str, Any], steps: Size,
-               seeds: list[int] | None = None, lr: float = LR) -> TrainConfig:
-    """Fresh XOR-quadrant tasks in batches of 512, Adam 1e-3, scored every so often on held-out tasks
-    against the true probabilities."""
+               seeds: list[int] | None = None, lr: float = LR, task_spec: dict[str, Any] | None = None,
+               eval_tasks: Size = CURVE_TASKS) -> TrainConfig:
+    """Fresh tasks (default: XOR quadrants) in batches of 512, Adam 1e-3, scored every so often on held-out
+    tasks (their `evaluation_task()`: the true probabilities, or the held-out classes' error rate)."""
     n = size(ctx, steps)
     return build_config({
-        "name": name, "task": task().model_dump(), "model": model, "optim": {"lr": lr}, "steps": n,
+        "name": name, "task": task_spec or task().model_dump(), "model": model, "optim": {"lr": lr}, "steps": n,
         "batch_size": 64 if ctx.mode == "smoke" else BATCH, "seeds": seeds or ctx.seeds, "checkpoint_every": 500,
-        "eval": {"every": eval_every(ctx, n, 25), "n_tasks": size(ctx, CURVE_TASKS), "reference": "zero",
+        "eval": {"every": eval_every(ctx, n, 25), "n_tasks": size(ctx, eval_tasks), "reference": "zero",
                  "n_tune": 2, "alignment_tasks": 0}})
 
 
@@ -132,10 +134,6 @@ def train_or_diverge(ctx: ExperimentContext, label: str, config: TrainConfig) ->
         return None, e.step
 
 
-def learners(res: TrainResult) -> list[Any]:
-    return [res.learner(s).to("cpu", torch.float64) for s in res.config.seeds]
-
-
 def kernels_of(ctx: ExperimentContext) -> tuple[str, ...]:
     return ALL_KERNELS if ctx.mode == "full" else FIGURE_KERNELS
 
@@ -151,7 +149,7 @@ def gd_vs_tf(ctx: ExperimentContext) -> None:
     fig, (ax,) = subplots(1, width=6.0, height=4.0)
     for i, kernel in enumerate(kernels_of(ctx)):
         gd_res = ctx.train(f"cat-gd-{kernel}", gd_config(ctx, kernel))
-        gd = learners(gd_res)[0]
+        gd = seed_learners(gd_res)[0]
         gd_mse = ctx.result(GD_MSE.format(kernel=kernel), score(gd, ep))
         tf_res, diverged_at = train_or_diverge(ctx, f"cat-tf-{kernel}",
                                                cat_config(ctx, f"cat-tf-{kernel}", tf_model(kernel), TF_STEPS))
@@ -165,7 +163,7 @@ def gd_vs_tf(ctx: ExperimentContext) -> None:
             ctx.note(f"{kernel}: the Trained TF diverged at step {diverged_at} (non-finite loss)")
             continue
         ctx.result(TF_DIVERGED.format(kernel=kernel), 0)
-        tfs = learners(tf_res)
+        tfs = seed_learners(tf_res)
         tf_mse = [score(tf, ep) for tf in tfs]
         al = [alignment(tf, gd, ep[:n_align]) for tf in tfs]
         ctx.result(TF_MSE.format(kernel=kernel), median(tf_mse))
@@ -185,11 +183,8 @@ def gd_vs_tf(ctx: ExperimentContext) -> None:
         ax.axhline(gd_mse, color=color, ls="--", lw=1)
         fitted[kernel] = (gd, tfs[0])
     ax.axhline(prior, color="grey", ls=":", lw=1, label="prior 1/C")
-    ax.set_xlabel("training step")
-    ax.set_ylabel("MSE to the true probabilities")
     ax.set_yscale("log")
-    ax.set_title("Trained TF (solid) vs GD model (dashed), 1 layer, 1 head")
-    ax.legend(fontsize=7)
+    label_axes([ax], ["Trained TF (solid) vs GD model (dashed), 1 layer, 1 head"], [MSE_LABEL])
     ctx.figure("training", fig)
     ctx.table("gd_vs_tf", rows)
     if fitted:
@@ -204,12 +199,13 @@ def probability_maps(ctx: ExperimentContext, fitted: dict[str, tuple[Any, Any]],
     ep = t.sample(n_contexts, make_generator(MAP_SEED), dtype=torch.float64)
     c = t.n_categories
     truth = true_probabilities(ep.teacher, ep.query_x)[0].reshape(100, 100, c)
-    labels = torch.cat([ep.context_y, 1 - ep.context_y.sum(-1, keepdim=True)], -1).argmax(-1)
+    labels = complete_probabilities(ep.context_y).argmax(-1)
     for kernel, (gd, tf) in fitted.items():
         fig, axes = grid(3, c)
         for row, (name, learner) in enumerate((("true", None), ("GD", gd), ("Trained TF", tf))):
             with torch.no_grad():
-                p = truth if learner is None else _complete(learner.predict(ep[:1])[0]).reshape(100, 100, c)
+                p = truth if learner is None else complete_probabilities(learner.predict(ep[:1])[0])
+            p = p.reshape(100, 100, c)
             for cat in range(c):
                 ax = axes[row * c + cat]
                 ax.imshow(p[:, :, cat].T.clamp(0, 1).numpy(), origin="lower", extent=(-1, 1, -1, 1), vmin=0, vmax=1,
@@ -226,32 +222,26 @@ def probability_maps(ctx: ExperimentContext, fitted: dict[str, tuple[Any, Any]],
         ctx.figure(f"maps_{kernel}", fig)
 
 
-def _complete(p: torch.Tensor) -> torch.Tensor:
-    return torch.cat([p, 1 - p.sum(-1, keepdim=True)], -1)
-
-
 # ------------------------------------------------------------------------------------------ heads
 @register("categorical-heads", "Trained TF with 1-4 softmax heads vs the 1-head GD model (Fig. 4 left)", SOURCE,
           quick_minutes=2, full_minutes=20)
 def heads(ctx: ExperimentContext) -> None:
     ep = held_out(ctx)
     gd_res = ctx.train("cat-gd-softmax", gd_config(ctx, "softmax"))
-    gd_mse = ctx.result(GD_MSE.format(kernel="softmax"), score(learners(gd_res)[0], ep))
+    gd_mse = ctx.result(GD_MSE.format(kernel="softmax"), score(seed_learners(gd_res)[0], ep))
     rows, per_heads = [], {}
     fig, (ax,) = subplots(1, width=5.0, height=3.6)
     for h in HEADS:
         label = "cat-tf-softmax" if h == 1 else f"cat-tf-softmax-h{h}"
         res = ctx.train(label, cat_config(ctx, label, tf_model("softmax", heads=h), TF_STEPS))
-        mse = [score(tf, ep) for tf in learners(res)]
+        mse = [score(tf, ep) for tf in seed_learners(res)]
         per_heads[h] = ctx.result(HEADS_TF_MSE.format(heads=h), median(mse))
         rows.append({"heads": h, "tf_mse_median": median(mse), "tf_mse_seeds": mse, "gd_1head_mse": gd_mse})
         steps, ys = curves(res, "eval_loss")
         band(ax, steps, ys, f"TF, {h} head{'s' if h > 1 else ''}", f"C{h - 1}")
     ax.axhline(gd_mse, color=COLORS["gd"], ls="--", label="GD model, 1 head")
-    ax.set_xlabel("training step")
-    ax.set_ylabel("MSE to the true probabilities")
     ax.set_yscale("log")
-    ax.legend(fontsize=7)
+    label_axes([ax], ["Trained TF with 1-4 softmax heads vs the 1-head GD model"], [MSE_LABEL])
     ctx.figure("heads", fig)
     ctx.table("heads", rows)
     change = max(abs(v / per_heads[1] - 1) for v in per_heads.values())
@@ -271,8 +261,8 @@ def context_size(ctx: ExperimentContext) -> None:
         gd_res = ctx.train(f"cat-gd-{kernel}", gd_config(ctx, kernel))
         tf_res, _ = train_or_diverge(ctx, f"cat-tf-{kernel}",
                                      cat_config(ctx, f"cat-tf-{kernel}", tf_model(kernel), TF_STEPS))
-        models[f"{kernel}_gd"] = learners(gd_res)[:1]
-        models[f"{kernel}_tf"] = [] if tf_res is None else learners(tf_res)
+        models[f"{kernel}_gd"] = seed_learners(gd_res)[:1]
+        models[f"{kernel}_tf"] = [] if tf_res is None else seed_learners(tf_res)
     rows = []
     series: dict[str, list[float]] = {}
     for n in CONTEXT_SIZES:
@@ -371,7 +361,7 @@ def seeds_until_diverged(ctx: ExperimentContext, kernel: str, layers: int) -> li
             out += [(s, None, e.step) for s in bad]
             todo = [s for s in todo if s not in bad]
             continue
-        out += [(s, m, None) for s, m in zip(todo, learners(res))]
+        out += [(s, m, None) for s, m in zip(todo, seed_learners(res))]
         todo = []
     return sorted(out, key=lambda t: t[0])
 
@@ -393,19 +383,14 @@ def fewshot(ctx: ExperimentContext) -> None:
     name, test_classes = FEWSHOT_DATA[ctx.mode]
     from icgd.fewshot_data import FEATURE_SETS
 
-    n = size(ctx, FEWSHOT_STEPS)
     rows, fig_data = [], {}
     for kernel in ("linear", "softmax"):
         accs, steps95, curves_k = [], [], []
         for split in ctx.seeds:
             label = f"cat-fewshot-{kernel}-split{split}"
-            cfg = build_config({
-                "name": label, "task": {"kind": "fewshot", "features": name, "test_classes": test_classes,
-                                        "split_seed": split},
-                "model": {"kind": "kernel_gd", "kernel": kernel}, "optim": {"lr": GD_LR}, "steps": n,
-                "batch_size": 64 if ctx.mode == "smoke" else BATCH, "seeds": [0], "checkpoint_every": 500,
-                "eval": {"every": eval_every(ctx, n, 25), "n_tasks": size(ctx, FEWSHOT_EVAL_TASKS),
-                         "reference": "zero", "n_tune": 2, "alignment_tasks": 0}})
+            cfg = cat_config(ctx, label, {"kind": "kernel_gd", "kernel": kernel}, FEWSHOT_STEPS, seeds=[0], lr=GD_LR,
+                             task_spec={"kind": "fewshot", "features": name, "test_classes": test_classes,
+                                        "split_seed": split}, eval_tasks=FEWSHOT_EVAL_TASKS)
             res = ctx.train(label, cfg)
             steps, err = curves(res, "eval_loss")
             acc = 1 - err[0]
@@ -431,8 +416,5 @@ def fewshot(ctx: ExperimentContext) -> None:
     for i, (kernel, (steps, ys)) in enumerate(fig_data.items()):
         band(ax, steps, ys, f"{kernel} attention (GD model)", f"C{i}")
     ax.axhline(1 / 3, color="grey", ls=":", label="chance")
-    ax.set_xlabel("training step")
-    ax.set_ylabel("accuracy on held-out classes")
-    ax.set_title(f"3-way 10-shot, {name}")
-    ax.legend(fontsize=7)
+    label_axes([ax], [f"3-way 10-shot, {name}"], ["accuracy on held-out classes"])
     ctx.figure("fewshot", fig)

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from icgd.constructions import rates_per_layer
+from icgd.constructions import constant_head_rates, rates_per_layer
 from icgd.episodes import Episodes, ShapeError
 from icgd.nn.kernels import get_kernel
 
@@ -49,11 +49,9 @@ class KernelGD(nn.Module):
         self.n_layers, self.dy, self.prior, self.n_scale, self.name = n_layers, dy, float(prior), n_scale, name
         kw = {"dtype": dtype, "device": device}
         self.etas = nn.Parameter(rates_per_layer(etas, n_layers, dy, "etas").to(**kw))
-        self.tied = isinstance(biases, str)
-        if self.tied and biases != "tied":
-            raise ValueError(f"biases must be None, 'tied' or learning rates, got {biases!r}")
-        self.biases = (None if biases is None or self.tied
-                       else nn.Parameter(rates_per_layer(biases, n_layers, dy, "biases").to(**kw)))
+        rates = constant_head_rates(biases, n_layers, dy)
+        self.tied = isinstance(rates, str)
+        self.biases = nn.Parameter(rates.to(**kw)) if isinstance(rates, torch.Tensor) else None
         values = self.kernel.param_init if kernel_params is None else tuple(float(v) for v in kernel_params)
         if len(values) != self.kernel.n_params:
             raise ValueError(f"the {self.kernel.name} kernel has {self.kernel.n_params} parameter(s), "

@@ -1,13 +1,28 @@
-"""What every regression task shares: its objective (0.5 * squared error at the queries) and the
-explicit reference learners that make sense on it."""
+"""What every task shares: its objective (0.5 * squared error at the queries), the explicit reference
+learners that make sense on it, and where its random numbers are drawn."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+import torch
 from torch import Tensor
 
+from icgd.episodes import Episodes
 from icgd.metrics import MEASURES
+
+
+def draw_device(batch: int, generator: torch.Generator | None) -> torch.device:
+    """The device a task's random numbers are drawn on: its generator's (CPU without one), so that a CPU
+    generator gives the same episodes on every device. ValueError unless batch >= 1."""
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    return generator.device if generator is not None else torch.device("cpu")
+
+
+def moved(ep: Episodes, device: torch.device | str | None, drawn_on: torch.device) -> Episodes:
+    """`ep`, drawn on `drawn_on`, on `device` (unchanged when device is None or the same)."""
+    return ep if device is None or torch.device(device) == drawn_on else ep.to(device)
 
 
 class SquaredErrorObjective:

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor
 
 from icgd.episodes import Episodes, ShapeError
-from icgd.tasks.base import SquaredErrorObjective
+from icgd.tasks.base import SquaredErrorObjective, draw_device, moved
 
 #: quadrant centres, in quadrant-index order
 QUADRANT_CENTRES = ((-0.5, -0.5), (-0.5, 0.5), (0.5, -0.5), (0.5, 0.5))
@@ -129,7 +129,7 @@ class CategoricalQuadrants(SquaredErrorObjective, BaseModel):
             return super().loss(pred, target)
         if pred.shape != target.shape:
             raise ShapeError(f"predictions {tuple(pred.shape)} and targets {tuple(target.shape)} differ in shape")
-        return (_complete(pred) - _complete(target)).pow(2).mean(-1).mean(-1)
+        return (complete_probabilities(pred) - complete_probabilities(target)).pow(2).mean(-1).mean(-1)
 
     def evaluation_task(self) -> "CategoricalQuadrants":
         """The same task with the true probabilities as query targets: what models are scored against."""
@@ -152,9 +152,7 @@ class CategoricalQuadrants(SquaredErrorObjective, BaseModel):
                device: torch.device | str | None = None, dtype: torch.dtype = torch.float32,
                query_x: Tensor | None = None) -> Episodes:
         """Sample `batch` tasks; `query_x` (Q, Dx) puts the same queries in every task (overrides `queries`)."""
-        if batch < 1:
-            raise ValueError(f"batch must be >= 1, got {batch}")
-        g_dev = generator.device if generator is not None else torch.device("cpu")
+        g_dev = draw_device(batch, generator)
         table = self.template_table(dtype).to(g_dev)
         pick = torch.randint(table.shape[0], (batch,), generator=generator, device=g_dev)
         teacher = table[pick]
@@ -180,11 +178,12 @@ class CategoricalQuadrants(SquaredErrorObjective, BaseModel):
         query_y = y[:, n:] if self.query_targets == "labels" else probs[:, n:, :-1].contiguous()
         ep = Episodes(context_x=cx, context_y=y[:, :n].contiguous(), query_x=qx.contiguous(), query_y=query_y,
                       teacher=teacher)
-        return ep if device is None or torch.device(device) == g_dev else ep.to(device)
+        return moved(ep, device, g_dev)
 
 
-def _complete(p: Tensor) -> Tensor:
-    """(..., C-1) probabilities of categories 0..C-2 -> (..., C), the reference category's as 1 - the sum."""
+def complete_probabilities(p: Tensor) -> Tensor:
+    """(..., C-1) probabilities (or encoded labels) of categories 0..C-2 -> (..., C), the reference
+    category's entry as 1 - the sum."""
     return torch.cat([p, 1 - p.sum(-1, keepdim=True)], -1)
 
 
@@ -196,4 +195,4 @@ def probability_mse(pred: Tensor, ep: Episodes) -> Tensor:
     p = true_probabilities(ep.teacher, ep.query_x)
     if pred.shape != p[..., :-1].shape:
         raise ShapeError(f"predictions {tuple(pred.shape)} must be (B, Q, C-1) = {tuple(p[..., :-1].shape)}")
-    return ((_complete(pred) - p.to(pred)) ** 2).mean(-1).mean(-1)
+    return ((complete_probabilities(pred) - p.to(pred)) ** 2).mean(-1).mean(-1)

@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor
 
 from icgd.episodes import Episodes, ShapeError
-from icgd.tasks.base import SquaredErrorObjective
+from icgd.tasks.base import SquaredErrorObjective, draw_device, moved
+from icgd.tasks.categorical import complete_probabilities
 
 
 @functools.lru_cache(maxsize=4)
@@ -46,6 +47,19 @@ def _split(name: str, split_seed: int, test_classes: int) -> tuple[Tensor, Tenso
     seen = torch.isin(labels, train)
     mean, std = x[seen].mean(0), x[seen].std(0).clamp_min(1e-6)
     return train, test, (x - mean) / std / math.sqrt(x.shape[1])
+
+
+@functools.lru_cache(maxsize=16)
+def _examples(name: str, split_seed: int, test_classes: int, split: str) -> Tensor:
+    """(K_split, max count) example indices of each class of the split, in a fixed order, padded with -1
+    (built once per split, not at every batch)."""
+    train, test, _ = _split(name, split_seed, test_classes)
+    _, labels, _ = _features(name)
+    rows = [torch.nonzero(labels == c).reshape(-1) for c in (train if split == "train" else test).tolist()]
+    table = torch.full((len(rows), max(len(r) for r in rows)), -1, dtype=torch.long)
+    for i, r in enumerate(rows):
+        table[i, :len(r)] = r
+    return table
 
 
 class FewShotFeatures(SquaredErrorObjective, BaseModel):
@@ -112,32 +126,22 @@ class FewShotFeatures(SquaredErrorObjective, BaseModel):
             return super().loss(pred, target)
         if pred.shape != target.shape:
             raise ShapeError(f"predictions {tuple(pred.shape)} and targets {tuple(target.shape)} differ in shape")
-
-        def full(p: Tensor) -> Tensor:
-            return torch.cat([p, 1 - p.sum(-1, keepdim=True)], -1)
-
-        return (full(pred).argmax(-1) != full(target).argmax(-1)).to(pred.dtype).mean(-1)
+        wrong = complete_probabilities(pred).argmax(-1) != complete_probabilities(target).argmax(-1)
+        return wrong.to(pred.dtype).mean(-1)
 
     def sample(self, batch: int, generator: torch.Generator | None = None,
                device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> Episodes:
-        if batch < 1:
-            raise ValueError(f"batch must be >= 1, got {batch}")
+        drawn_on = draw_device(batch, generator)
         classes, x = self._pools()
-        _, labels, _ = _features(self.features)
+        table = _examples(self.features, self.split_seed, self.test_classes, self.split)
         g = generator
         pick = torch.rand(batch, len(classes), generator=g).argsort(-1)[:, :self.n_way]
         chosen = classes[pick]                                                        # (B, C) class ids
         per = self.n_shot + self.n_query_shots
-        rows = []
-        for c in classes.tolist():  # the examples of each class, in a fixed order
-            rows.append(torch.nonzero(labels == c).reshape(-1))
-        counts = torch.tensor([len(r) for r in rows])
-        if int(counts.min()) < per:
-            raise ValueError(f"{self.features}: a class has {int(counts.min())} examples, fewer than "
+        fewest = int((table >= 0).sum(1).min())
+        if fewest < per:
+            raise ValueError(f"{self.features}: a class has {fewest} examples, fewer than "
                              f"n_shot + n_query_shots = {per}")
-        table = torch.full((len(classes), int(counts.max())), -1, dtype=torch.long)
-        for i, r in enumerate(rows):
-            table[i, :len(r)] = r
         slot = pick                                                                   # index into `classes`
         u = torch.rand(batch, self.n_way, table.shape[1], generator=g)
         u = u.masked_fill(table[slot] < 0, 2.0)                                       # padding never drawn
@@ -157,4 +161,4 @@ class FewShotFeatures(SquaredErrorObjective, BaseModel):
 
         ep = Episodes(context_x=x[ctx_idx].to(dtype), context_y=enc(ctx_lab), query_x=x[q_idx].to(dtype),
                       query_y=enc(q_lab), teacher=chosen.to(dtype).unsqueeze(1))
-        return ep if device is None else ep.to(device)
+        return moved(ep, device, drawn_on)

@@ -8,7 +8,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from icgd.episodes import Episodes
-from icgd.tasks.base import SquaredErrorObjective
+from icgd.tasks.base import SquaredErrorObjective, draw_device, moved
 
 InputLaw = Literal["uniform", "normal", "exponential", "laplace"]
 
@@ -51,9 +51,7 @@ class LinearRegression(SquaredErrorObjective, BaseModel):
                device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> Episodes:
         """Sample `batch` tasks. Random numbers are drawn on the generator's device (CPU by default),
         so a CPU generator gives the same episodes whatever `device` they are moved to."""
-        if batch < 1:
-            raise ValueError(f"batch must be >= 1, got {batch}")
-        g_dev = generator.device if generator is not None else torch.device("cpu")
+        g_dev = draw_device(batch, generator)
         n, q = self.n_context, self.n_queries
         x = self._inputs((batch, n + q, self.dx), generator, g_dev, dtype)
         w = torch.randn((batch, self.dy, self.dx), generator=generator, device=g_dev, dtype=dtype)
@@ -62,4 +60,4 @@ class LinearRegression(SquaredErrorObjective, BaseModel):
         if self.noise_std > 0:
             y = y + self.noise_std * torch.randn(y.shape, generator=generator, device=g_dev, dtype=dtype)
         ep = Episodes(context_x=x[:, :n], context_y=y[:, :n], query_x=x[:, n:], query_y=y[:, n:], teacher=w)
-        return ep if device is None or torch.device(device) == g_dev else ep.to(device)
+        return moved(ep, device, g_dev)

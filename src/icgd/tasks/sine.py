@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor
 
 from icgd.episodes import Episodes
-from icgd.tasks.base import SquaredErrorObjective
+from icgd.tasks.base import SquaredErrorObjective, draw_device, moved
 
 
 class SineRegression(SquaredErrorObjective, BaseModel):
@@ -55,9 +55,7 @@ class SineRegression(SquaredErrorObjective, BaseModel):
                device: torch.device | str | None = None, dtype: torch.dtype = torch.float32,
                query_x: Tensor | None = None) -> Episodes:
         """Sample `batch` tasks; `query_x` (Q,) puts the same query inputs (e.g. a grid) in every task."""
-        if batch < 1:
-            raise ValueError(f"batch must be >= 1, got {batch}")
-        g_dev = generator.device if generator is not None else torch.device("cpu")
+        g_dev = draw_device(batch, generator)
         n, q = self.n_context, self.n_queries
 
         def unif(shape: tuple[int, ...], lo: float, hi: float) -> Tensor:
@@ -77,4 +75,4 @@ class SineRegression(SquaredErrorObjective, BaseModel):
         y = amp[:, None, None] * torch.sin(x - phase[:, None, None])
         ep = Episodes(context_x=x[:, :n], context_y=y[:, :n], query_x=x[:, n:], query_y=y[:, n:],
                       teacher=torch.stack([amp, phase], -1).unsqueeze(1))
-        return ep if device is None or torch.device(device) == g_dev else ep.to(device)
+        return moved(ep, device, g_dev)
