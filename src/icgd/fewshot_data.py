@@ -31,6 +31,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from icgd.packaged import package_dir
+
 __all__ = ["FEATURE_SETS", "FeatureDataError", "FeatureSet", "default_cache_dir", "load_feature_set"]
 
 # Bump when any extraction detail changes (resolution, normalisation, token limit, ...): old caches
@@ -234,10 +236,10 @@ def _check_requirements(name: str) -> None:
 
 def _package_dir(module: str) -> Path:
     """Directory of an installed package, found without importing it (no import side effects)."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_dir(module)
+    if folder is None:
         raise FeatureDataError(f"package {module!r} is not installed as a package directory")
-    return Path(next(iter(spec.submodule_search_locations)))
+    return folder
 
 
 def _first_per_class(labels: np.ndarray, max_per_class: int | None) -> np.ndarray:

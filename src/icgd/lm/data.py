@@ -7,8 +7,9 @@ the package; a missing package raises `DataError` naming the pip command.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from icgd.packaged import package_dir
 
 
 class DataError(ValueError):
@@ -20,10 +21,10 @@ BBC_TOPICS = {"business": "business", "entertainment": "entertainment", "politic
 
 
 def _package_dir(package: str, pip: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_dir(package)
+    if folder is None:
         raise DataError(f"this data set needs the package {package!r}: {pip}")
-    return Path(list(spec.submodule_search_locations)[0])
+    return folder
 
 
 def bbc_news(max_words: int = 40) -> list[tuple[str, str]]:

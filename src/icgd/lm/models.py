@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from icgd.packaged import package_dir
+
 
 class LMError(ValueError):
     """A model cannot be found or loaded (one line: the file and how to get it)."""
@@ -54,10 +56,9 @@ def locate(name: str) -> tuple[Path, str | None]:
     """(folder, gguf file name or None) of model `name`: a PACKAGED key, a GGUF file or a model folder."""
     if name in PACKAGED:
         p = PACKAGED[name]
-        spec = importlib.util.find_spec(p.package)
-        if spec is None or not spec.submodule_search_locations:
+        folder = package_dir(p.package)
+        if folder is None:
             raise LMError(f"model {name!r} needs the package {p.package!r}: {p.pip}")
-        folder = Path(list(spec.submodule_search_locations)[0])
         if not (folder / p.file).is_file():
             raise LMError(f"model {name!r}: {folder / p.file} is missing; reinstall it: {p.pip}")
         return folder, p.file
