@@ -155,7 +155,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("runs") / (exp.name + suffix)
     cache = Path(args.cache) if args.cache else out.parent / f"_train{suffix}"
     results = run_experiment(exp.name, out, cache, quick=args.quick, seeds=args.seeds, device=_device(args.device),
-                             quiet=args.quiet, smoke=args.smoke)
+                             quiet=args.quiet, smoke=args.smoke, options=_options(args))
     print((out / "report.md").read_text())
     print(f"tables, figures (PNG, SVG), results.json and report.md in {out} ({results['seconds']} s)")
     return 0
@@ -168,7 +168,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{_mode_suffix(args)}"
     report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=_device(args.device),
-                    quiet=args.quiet or args.json, cache=args.cache, smoke=args.smoke)
+                    quiet=args.quiet or args.json, cache=args.cache, smoke=args.smoke, options=_options(args))
     (out / "claims.json").write_text(json.dumps(report, indent=2))
     (out / "claims.md").write_text(format_markdown(report))
     if args.json:
@@ -176,6 +176,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         print(format_markdown(report).rstrip("\n") if args.markdown else format_report(report))
     return 1 if args.strict and not all(c["passed"] for c in report["claims"]) else 0
+
+
+def _options(args: argparse.Namespace) -> dict[str, str]:
+    return {"model": args.model} if args.model else {}
 
 
 def _mode_suffix(args: argparse.Namespace) -> str:
@@ -198,6 +202,8 @@ def _add_study_options(p: argparse.ArgumentParser, out_help: str, cache_default:
     p.add_argument("--out", help=out_help)
     p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--model", help="source 003's language model: smollm2-135m (default), gemma3-270m, a .gguf "
+                                   "file or a Hugging Face model folder (other experiments ignore it)")
     p.add_argument("--cache", help=f"where trained models are cached (default {cache_default}); studies that "
                                    "train the same configs can share one")
 

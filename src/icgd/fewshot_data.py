@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from icgd.packaged import package_dir
+from icgd.packaged import default_cache_dir, package_dir
 
 __all__ = ["FEATURE_SETS", "FeatureDataError", "FeatureSet", "default_cache_dir", "load_feature_set"]
 
@@ -114,12 +114,6 @@ class FeatureSet:
     def dim(self) -> int:
         """d, the feature dimension."""
         return int(self.features.shape[1])
-
-
-def default_cache_dir() -> Path:
-    """`$ICGD_CACHE_DIR` if set and non-empty, else `~/.cache/icgd`."""
-    env = os.environ.get("ICGD_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "icgd"
 
 
 def load_feature_set(

@@ -4,6 +4,7 @@ package: some packages' `__init__` imports dependencies that `pip install --no-d
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 
@@ -16,3 +17,9 @@ def package_dir(module: str) -> Path | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+def default_cache_dir() -> Path:
+    """`$ICGD_CACHE_DIR` if set and non-empty, else `~/.cache/icgd` (extracted features, assembled models)."""
+    env = os.environ.get("ICGD_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "icgd"

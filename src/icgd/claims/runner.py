@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from icgd.claims import blog, categorical, nonlinear, oswald  # noqa: F401  (importing registers their suites)
+from icgd.claims import blog, categorical, dai, nonlinear, oswald  # noqa: F401  (importing registers their suites)
 from icgd.claims.base import SUITES
 from icgd.experiments.registry import mode_of
 from icgd.experiments.runner import get_experiment, run_experiment
@@ -17,7 +17,8 @@ def suite_names() -> list[str]:
 
 
 def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | None = None, device: str = "cpu",
-           quiet: bool = True, cache: str | Path | None = None, smoke: bool = False) -> dict[str, Any]:
+           quiet: bool = True, cache: str | Path | None = None, smoke: bool = False,
+           options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run every experiment the suite needs (reusing cached models) and check its claims.
 
     cache: where trained models are cached (default out/_train). smoke: a handful of steps and tasks, to
@@ -36,6 +37,6 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     cache = Path(cache) if cache else out / "_train"
     for exp in experiments:
         results[exp] = run_experiment(exp, out / exp, cache, quick=quick, seeds=seeds, device=device, quiet=quiet,
-                                      smoke=smoke)
+                                      smoke=smoke, options=options)
     return {"suite": name, "quick": mode != "full", "mode": mode, "seconds": round(time.perf_counter() - t0, 1),
             "claims": [c.check(results) for c in claims]}

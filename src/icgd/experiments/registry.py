@@ -71,6 +71,8 @@ class ExperimentContext:
     seeds: list[int] = field(default_factory=lambda: study_seeds("quick"))
     device: str = "cpu"
     quiet: bool = True
+    #: options of the experiments that have them (source 003: "model", the language model to load)
+    options: dict[str, Any] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
     report_lines: list[str] = field(default_factory=list)
 

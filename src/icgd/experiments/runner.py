@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from icgd.experiments import blog, categorical, nonlinear, oswald  # noqa: F401  (importing registers their experiments)
+from icgd.experiments import blog, categorical, dai, nonlinear, oswald  # noqa: F401  (importing registers their experiments)
 from icgd.experiments.registry import REGISTRY, Experiment, ExperimentContext, mode_of
 
 
@@ -26,16 +26,17 @@ def get_experiment(name: str) -> Experiment:
 
 def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, quick: bool = False,
                    seeds: list[int] | None = None, device: str = "cpu", quiet: bool = True,
-                   smoke: bool = False) -> dict[str, Any]:
+                   smoke: bool = False, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run experiment `name` into `out`; returns its results (also in out/results.json).
 
     quick: shorter training and fewer tasks; smoke: a handful of steps and tasks (checks the pipeline only).
-    seeds: default the study's (`icgd.seeds`), or the experiment's own when it needs more."""
+    seeds: default the study's (`icgd.seeds`), or the experiment's own when it needs more. options: the
+    experiment's own options (e.g. {"model": ...} for source 003's), ignored by the others."""
     exp = get_experiment(name)
     mode = mode_of(quick, smoke)
     out = Path(out)
     ctx = ExperimentContext(out, Path(cache) if cache else out.parent / "_train", mode, exp.seeds(mode, seeds),
-                            device, quiet)
+                            device, quiet, dict(options or {}))
     t0 = time.perf_counter()
     torch.set_grad_enabled(True)
     exp.fn(ctx)

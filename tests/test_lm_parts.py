@@ -1,0 +1,179 @@
+"""Source 003's parts on a tiny randomly initialised Llama (built from a config, no file): the recorded hook
+points against transformers' own attention weights, cached against whole-sequence scoring, K/V-only
+finetuning and its restore, the measures on inputs whose answer is known, the text tasks' splits and errors."""
+
+import numpy as np
+import pytest
+import torch
+
+from icgd.lm import measures as M
+from icgd.lm.data import DataError, TextTask, csv_task, load_task
+
+transformers = pytest.importorskip("transformers")
+
+
+class _LM:
+    def __init__(self, model):
+        self.model, self.tokenizer = model, None
+
+    @property
+    def device(self):
+        return torch.device("cpu")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    model = transformers.LlamaForCausalLM._from_config(cfg, attn_implementation="eager", dtype=torch.float64)
+    return _LM(model.eval())
+
+
+def test_recorded_scores_are_the_models_attention_before_softmax(tiny):
+    from icgd.lm.record import Recorder
+
+    ids = torch.randint(0, 50, (1, 12))
+    with torch.no_grad():
+        ref = tiny.model(ids, output_attentions=True, output_hidden_states=True)
+        with Recorder(tiny.model, queries=True) as rec:
+            got = tiny.model(ids)
+            r = rec.take()
+    assert tiny.model.config._attn_implementation == "eager"  # restored
+    torch.testing.assert_close(got.logits, ref.logits, rtol=0, atol=0)
+    last = torch.stack([a[0, :, -1] for a in ref.attentions])  # (L, H, K)
+    torch.testing.assert_close(r["scores_last"].double().softmax(-1), last, rtol=0, atol=1e-6)
+    assert r["out_last"].shape == (2, 32) and r["q"].shape == (2, 12, 32)
+    q_ref = tiny.model.model.layers[1].self_attn.q_proj(
+        tiny.model.model.layers[1].input_layernorm(ref.hidden_states[1]))[0]
+    torch.testing.assert_close(r["q"][1].double(), q_ref.detach(), rtol=0, atol=1e-6)
+
+
+def test_cached_prefix_scores_like_whole_sequences(tiny):
+    from icgd.lm.icl import Prefix, score
+
+    prefix = Prefix(list(range(3, 20)), [(0, 8), (9, 17)])
+    queries = [[21, 22, 23], [30, 31], [40, 41, 42, 43]]
+    labels = [[5], [7], [9, 10, 11]]  # the last has three tokens
+    a = score(tiny, prefix, queries, labels, use_cache=True, record=True)
+    b = score(tiny, prefix, queries, labels, use_cache=False, record=True)
+    torch.testing.assert_close(a.logp, b.logp, rtol=0, atol=1e-9)
+    torch.testing.assert_close(a.out, b.out, rtol=0, atol=1e-5)
+    torch.testing.assert_close(a.prefix_scores, b.prefix_scores, rtol=0, atol=1e-5)
+    assert [s.shape[-1] for s in a.query_scores] == [4, 3, 5]  # the query tokens and the analysed label token
+    # the first token of the three-token label is scored where the single-token labels are
+    with torch.no_grad():
+        whole = torch.log_softmax(tiny.model(torch.tensor([prefix.ids + queries[0] + [9, 10]])).logits[0].double(), -1)
+    n = len(prefix.ids) + len(queries[0]) - 1
+    expect = whole[n, 9] + whole[n + 1, 10] + whole[n + 2, 11]
+    assert abs(float(a.logp[0, 2]) - float(expect)) < 1e-9
+    assert prefix.demo_positions.tolist() == list(range(0, 8)) + list(range(9, 17))
+
+
+def test_finetuning_moves_only_keys_and_values_and_is_restored(tiny):
+    from icgd.lm.finetune import KVSnapshot, finetune_kv
+
+    before = {n: p.detach().clone() for n, p in tiny.model.named_parameters()}
+    examples = [[1, 2, 3, 4, 5, 6], [7, 8, 9, 10]]
+    with KVSnapshot(tiny.model):
+        ft = finetune_kv(tiny, examples, lr=0.5, record_from=1)
+        changed = {n for n, p in tiny.model.named_parameters() if not torch.equal(p, before[n])}
+        assert changed and all(("k_proj" in n or "v_proj" in n) for n in changed)
+        assert len(changed) == 4  # k and v weights of both layers
+        assert [q.shape for q in ft.queries] == [(2, 5, 32), (2, 3, 32)]
+        # the second example's loss is the loss of the model after the first step
+        with torch.no_grad():
+            logits = tiny.model(torch.tensor([examples[1]])).logits[0]
+        assert len(ft.losses) == 2
+    for n, p in tiny.model.named_parameters():
+        assert torch.equal(p, before[n]) and p.requires_grad
+    with KVSnapshot(tiny.model):  # one step at lr: the update is -lr * gradient of the mean token loss
+        x = torch.tensor([examples[0]])
+        loss = torch.nn.functional.cross_entropy(tiny.model(x).logits[0, :-1], x[0, 1:])
+        k = tiny.model.model.layers[0].self_attn.k_proj.weight
+        (g,) = torch.autograd.grad(loss, [k])
+        w0 = k.detach().clone()
+        finetune_kv(tiny, examples[:1], lr=0.5)
+        torch.testing.assert_close(k.detach(), w0 - 0.5 * g, rtol=0, atol=1e-9)
+    assert logits.shape == (4, 50)
+
+
+def test_rec2ftp_counts_only_queries_ft_fixed():
+    zsl = np.array([0, 0, 0, 1, 1, 0], bool)
+    ft = np.array([1, 1, 1, 1, 0, 0], bool)
+    icl = np.array([1, 0, 1, 0, 1, 1], bool)
+    value, n = M.rec2ftp(zsl, ft, icl)
+    assert n == 3 and value == pytest.approx(200 / 3)
+    assert np.isnan(M.rec2ftp(zsl, zsl, icl)[0])
+
+
+def test_simaou_and_its_random_baselines():
+    gen = torch.Generator().manual_seed(0)
+    h0 = torch.randn(50, 3, 400, generator=gen)
+    h1 = torch.randn(50, 3, 400, generator=gen)
+    assert torch.allclose(M.simaou(h0, h1, h1), torch.ones(50, 3, dtype=torch.float64))
+    h2 = torch.randn(50, 3, 400, generator=gen)
+    n0, n1, n2 = (h.numpy() / np.linalg.norm(h.numpy(), axis=-1, keepdims=True) for h in (h0, h1, h2))
+    d1, d2 = n1 - n0, n2 - n0  # the updates of the unit-normalised outputs, written out in numpy
+    expect = (d1 * d2).sum(-1) / np.linalg.norm(d1, axis=-1) / np.linalg.norm(d2, axis=-1)
+    np.testing.assert_allclose(M.simaou(h0, h1, h2).numpy(), expect, rtol=0, atol=1e-6)
+    assert torch.allclose(M.simaou(h0, 3 * h1, h1), torch.ones(50, 3, dtype=torch.float64))  # h is normalised
+    r = M.simaou_random(h0, h1, gen, "normal")
+    assert r.shape == (50, 3) and abs(float(r.mean())) < 0.02
+    u = M.simaou_random(h0 + 1.0, h1 + 2.0, gen, "uniform")  # a positive-mean update: not centred at 0
+    assert float(u.mean()) > 0.1
+
+
+def test_simam_is_head_averaged_cosine():
+    a = [torch.tensor([[[1.0, 0.0], [1.0, 1.0]]])]  # (L=1, H=2, S=2)
+    b = [torch.tensor([[[1.0, 0.0], [1.0, -1.0]]])]
+    assert M.simam(a, b).tolist() == [[0.5]]
+    with pytest.raises(ValueError, match="different shapes"):
+        M.simam(a, [torch.ones(1, 2, 3)])
+
+
+def test_kendall_token_and_example_level():
+    gen = np.random.default_rng(0)
+    scores = torch.randn(2, 30, dtype=torch.float64)
+    same = torch.softmax(scores * 3, -1)  # a monotone transform: the same ranking
+    out = M.kendall(scores, same, [10, 20], gen)
+    assert np.allclose(out["token"], 1.0)
+    assert out["example"].shape == (2,) and np.all(np.abs(out["token_random"]) < 0.5)
+    out = M.kendall(scores, torch.softmax(-scores, -1), [10, 20], gen)
+    assert np.allclose(out["token"], -1.0)
+    with pytest.raises(ValueError, match="line up"):
+        M.kendall(scores, same, [10, 10], gen)
+    q = [torch.randn(2, 4, 8), torch.randn(2, 6, 8)]
+    w = M.ft_attention(q, torch.randn(2, 8))
+    assert w.shape == (2, 10) and torch.allclose(w.sum(-1), torch.ones(2, dtype=torch.float64))
+
+
+def _task(n=40):
+    ex = tuple((f"text {i}", "a" if i % 2 else "b") for i in range(n))
+    return TextTask("toy", ex, ("a", "b"), ("yes", "no"), "Q: {text}\nA:", n_validation=5, n_test=5)
+
+
+def test_splits_are_fixed_and_disjoint():
+    t = _task()
+    parts = [set(t.split(s).tolist()) for s in ("train", "validation", "test")]
+    assert [len(p) for p in parts] == [30, 5, 5] and set.union(*parts) == set(range(40))
+    assert not (parts[0] & parts[1]) and not (parts[1] & parts[2]) and not (parts[0] & parts[2])
+    assert (t.split("test") == _task().split("test")).all()
+    assert t.demonstration(1) == "Q: text 1\nA: yes"
+
+
+def test_csv_task_and_its_errors(tmp_path):
+    p = tmp_path / "mine.csv"
+    p.write_text("text,label\n" + "".join(f"row {i},{'pos' if i % 3 else 'neg'}\n" for i in range(30)))
+    t = csv_task(p, words={"pos": "positive"})
+    assert t.labels == ("neg", "pos") and t.words == ("neg", "positive") and len(t.split("test")) == 6
+    bad = tmp_path / "bad.csv"
+    bad.write_text("sentence,label\nx,y\n")
+    for path, msg in ((bad, "needs columns"), (tmp_path / "none.csv", "missing")):
+        with pytest.raises(DataError, match=msg) as e:
+            csv_task(path)
+        assert "\n" not in str(e.value)
+    with pytest.raises(DataError, match="unknown data set"):
+        load_task("no-such-set")
+    with pytest.raises(DataError, match="not among"):
+        TextTask("x", (("t", "c"),), ("a", "b"), ("a", "b"), "{text}")
