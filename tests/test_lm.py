@@ -47,3 +47,69 @@ def test_prefix_cache_gives_the_same_label_logprobs(smollm):
     torch.testing.assert_close(cached, whole, rtol=0, atol=2e-3)
     assert cached[0].argmax() == 0 and cached[1].argmax() == 1  # the demonstrations' labels, in context
     assert PACKAGED["smollm2-135m"].file.endswith(".gguf")
+
+
+@pytest.fixture(scope="module")
+def dai_smoke(smollm, tmp_path_factory):
+    """`icgd verify dai --smoke` once, on the loaded model, into a temporary directory."""
+    from icgd.claims.runner import verify
+
+    out = tmp_path_factory.mktemp("dai")
+    return out, verify("dai", out, smoke=True, options={"model": smollm})
+
+
+def test_dai_suite_measures_every_claim(dai_smoke):
+    out, res = dai_smoke
+    assert res["suite"] == "dai" and len(res["claims"]) == 8
+    for c in res["claims"]:
+        assert "note" not in c, c  # no claim lacks its number
+        assert isinstance(c["measured"], float) and c["measured"] == c["measured"], c
+    assert (out / "dai-icl-vs-ft" / "report.md").is_file()
+    assert (out / "dai-icl-vs-ft" / "layers_bbc-news.png").is_file()
+
+
+def test_rec2ftp_recomputed_from_the_per_query_table(dai_smoke):
+    """Rec2FTP from queries.parquet with pandas alone, per demonstration seed, equals the run's numbers."""
+    import json
+
+    import pandas as pd
+
+    out, _ = dai_smoke
+    run = out / "dai-icl-vs-ft"
+    q = pd.read_parquet(run / "queries.parquet")
+    for col in ("dataset", "demo_seed", "query_id", "gold", "zsl_pred", "icl_pred", "ft_pred", "zsl_correct",
+                "icl_correct", "ft_correct"):
+        assert col in q.columns, col
+    assert q.zsl_correct.dtype == bool and (q.icl_correct == (q.icl_pred == q.gold)).all()
+    results = json.loads((run / "results.json").read_text())
+    table = pd.read_csv(run / "datasets.csv")
+    for (dataset, seed), g in q.groupby(["dataset", "demo_seed"]):
+        fixed = g[g.ft_correct & ~g.zsl_correct]  # what FT corrects from ZSL
+        both = fixed.icl_correct.sum()
+        if g.chosen_seed.all():
+            measured = results[f"{dataset}.rec2ftp"]
+            if len(fixed):
+                assert measured == pytest.approx(100 * both / len(fixed))
+            else:
+                assert measured != measured  # NaN: nothing to recall
+            assert results[f"{dataset}.rec2ftp_denominator"] == len(fixed)
+            assert table[table.dataset == dataset].icl_accuracy.item() == pytest.approx(g.icl_correct.mean())
+
+
+def test_dai_rerun_reads_the_cache(dai_smoke, smollm, monkeypatch):
+    """A second run with the same cache gives identical results without scoring or finetuning again."""
+    import json
+
+    import icgd.lm.compare as C
+    from icgd.experiments.runner import run_experiment
+
+    def recomputed(*a, **k):
+        raise AssertionError("a cached stage was computed again")
+
+    monkeypatch.setattr(C, "score", recomputed)
+    monkeypatch.setattr(C, "finetune_kv", recomputed)
+    out, _ = dai_smoke
+    first = json.loads((out / "dai-icl-vs-ft" / "results.json").read_text())
+    again = run_experiment("dai-icl-vs-ft", out / "again", cache=out / "_train", smoke=True, options={"model": smollm})
+    assert {k: v for k, v in again.items() if "seconds" not in k} == {k: v for k, v in first.items()
+                                                                      if "seconds" not in k}

@@ -144,8 +144,15 @@ def test_kendall_token_and_example_level():
     with pytest.raises(ValueError, match="line up"):
         M.kendall(scores, same, [10, 10], gen)
     q = [torch.randn(2, 4, 8), torch.randn(2, 6, 8)]
-    w = M.ft_attention(q, torch.randn(2, 8))
+    x = torch.randn(2, 8)
+    w = M.ft_attention(q, x, 0.25)
     assert w.shape == (2, 10) and torch.allclose(w.sum(-1), torch.ones(2, dtype=torch.float64))
+    expect = torch.softmax(0.25 * (torch.cat(q, 1) @ x[:, :, None])[..., 0].double(), -1)
+    torch.testing.assert_close(w, expect)
+
+
+def test_attention_scale_is_the_models_scaling_squared(tiny):
+    assert M.attention_scale(tiny.model) == pytest.approx(1 / 8)  # head_dim 32 / 4 heads = 8
 
 
 def _task(n=40):
@@ -177,3 +184,20 @@ def test_csv_task_and_its_errors(tmp_path):
         load_task("no-such-set")
     with pytest.raises(DataError, match="not among"):
         TextTask("x", (("t", "c"),), ("a", "b"), ("a", "b"), "{text}")
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--data", "/no/such/file.csv"], "no/such/file.csv"),
+    (["--data", "imdb"], "unknown data set 'imdb'"),
+    (["--model", "/no/such/model", "--data", "{csv}"], "neither a packaged model"),
+])
+def test_dai_bad_data_or_model_is_one_line_exit_2(argv, needle, tmp_path, capsys):
+    from icgd.cli import main
+
+    good = tmp_path / "mine.csv"
+    good.write_text("text,label\n" + "".join(f"example {i},{'ab'[i % 2]}\n" for i in range(20)))
+    argv = [a.replace("{csv}", str(good)) for a in argv]
+    out = tmp_path / "run"
+    assert main(["reproduce", "dai-icl-vs-ft", "--smoke", "--quiet", "--out", str(out), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and "\n" not in err and err.startswith("error:")

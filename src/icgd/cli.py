@@ -178,8 +178,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 1 if args.strict and not all(c["passed"] for c in report["claims"]) else 0
 
 
-def _options(args: argparse.Namespace) -> dict[str, str]:
-    return {"model": args.model} if args.model else {}
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {"model": args.model} if args.model else {}
+    if args.data:
+        out["data"] = [d.strip() for d in args.data.split(",") if d.strip()]
+    return out
 
 
 def _mode_suffix(args: argparse.Namespace) -> str:
@@ -204,6 +207,8 @@ def _add_study_options(p: argparse.ArgumentParser, out_help: str, cache_default:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--model", help="source 003's language model: smollm2-135m (default), gemma3-270m, a .gguf "
                                    "file or a Hugging Face model folder (other experiments ignore it)")
+    p.add_argument("--data", help="source 003's data sets, comma-separated: bbc-news, tweets or CSV files with "
+                                  "columns text, label (default bbc-news; full mode adds tweets)")
     p.add_argument("--cache", help=f"where trained models are cached (default {cache_default}); studies that "
                                    "train the same configs can share one")
 

@@ -6,7 +6,8 @@ dai-icl-vs-ft: for each data set, ZSL, ICL with the demonstrations and FT of onl
   per-layer tables (Parquet), a per-layer figure per data set.
 
 Our choices where the source is silent or its numbers are lost (stated in the README): the model
-(SmolLM2-135M-Instruct by default; `--model` picks another), the data sets that ship in packages (BBC News
+(SmolLM2-135M-Instruct by default; `--model` picks another; in Python, options={"model": ...} takes a
+name, a path or an already-loaded `icgd.lm.models.LM`), the data sets that ship in packages (BBC News
 topics; full mode adds the tweets), the learning-rate grids below, a separate test split for the reported
 numbers (the source selected on the reported examples).
 """
@@ -39,6 +40,9 @@ LRS = {"smoke": (1e-2,), "quick": (1e-3, 1e-2, 1e-1), "full": (1e-3, 3e-3, 1e-2,
 
 
 def datasets(ctx: ExperimentContext) -> tuple[str, ...]:
+    """options["data"] (packaged task names or CSV paths), else BBC News, and the tweets in full mode."""
+    if ctx.options.get("data"):
+        return tuple(ctx.options["data"])
     return ("bbc-news", "tweets") if ctx.mode == "full" else ("bbc-news",)
 
 
@@ -56,16 +60,21 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
 
     from icgd.lm.compare import compare
     from icgd.lm.data import load_task
-    from icgd.lm.models import load_lm
+    from icgd.lm.models import LM, load_lm
 
+    tasks = [load_task(name) for name in datasets(ctx)]  # a bad data set fails before the model loads
     model = ctx.options.get("model") or DEFAULT_MODEL
-    lm = load_lm(model, device=ctx.device)
+    if isinstance(model, LM):  # a model already loaded (a notebook, the tests): used as it is
+        lm, model = model, model.name
+    else:
+        lm = load_lm(model, device=ctx.device)
     cfg = dai_config(ctx)
     ctx.result("model", model)
     ctx.result("config", cfg.model_dump(mode="json"))
     queries, layers, summaries = [], [], []
-    for name in datasets(ctx):
-        r = compare(lm, load_task(name), cfg, cache=ctx.cache / f"dai-{model.replace('/', '_')}", progress=not ctx.quiet)
+    for task in tasks:
+        name = task.name
+        r = compare(lm, task, cfg, cache=ctx.cache / f"dai-{model.replace('/', '_')}", progress=not ctx.quiet)
         queries += r["queries"]
         layers += r["layers"]
         summaries.append(r["summary"])

@@ -209,8 +209,9 @@ def _seed_test(lm, cfg: DaiConfig, prefix: Prefix, examples: list[list[int]], n_
     pos = prefix.demo_positions
     sizes = [b - a for a, b in prefix.spans]
     rng = np.random.default_rng(cfg.metric_seed * 1000 + seed)
+    scale = M.attention_scale(lm.model)
     for j in range(min(cfg.kendall_queries, n_q)):
-        k = M.kendall(icl.prefix_scores[j][:, pos], M.ft_attention(ft.queries, ftz.q_last[j]), sizes, rng)
+        k = M.kendall(icl.prefix_scores[j][:, pos], M.ft_attention(ft.queries, ftz.q_last[j], scale), sizes, rng)
         for name, key in (("kendall_ft", "token"), ("kendall_random", "token_random"),
                           ("kendall_ft_example", "example"), ("kendall_random_example", "example_random")):
             kend[name][j] = torch.from_numpy(k[key])

@@ -68,11 +68,24 @@ def simam(scores_a: Sequence[Tensor], scores_b: Sequence[Tensor]) -> Tensor:
     return torch.stack(out)
 
 
-def ft_attention(train_queries: Sequence[Tensor], q_query: Tensor) -> Tensor:
-    """(L, P_d) FT's dual-form attention weights: softmax over the training tokens of q(token) . q(query);
-    train_queries[i] (L, T_i, Dq) per example, q_query (L, Dq)."""
+def ft_attention(train_queries: Sequence[Tensor], q_query: Tensor, scale: float = 1.0) -> Tensor:
+    """(L, P_d) FT's dual-form attention weights: softmax over the training tokens of scale * q(token) .
+    q(query); train_queries[i] (L, T_i, Dq) per example, q_query (L, Dq). The authors' code scales each q by
+    the attention's scaling, so scale = scaling**2 there (`attention_scale`); the token-level Kendall
+    does not depend on it, the example level does."""
     q = torch.cat(list(train_queries), dim=1).double()  # (L, P_d, Dq)
-    return torch.softmax(torch.einsum("ltd,ld->lt", q, q_query.double()), -1)
+    return torch.softmax(scale * torch.einsum("ltd,ld->lt", q, q_query.double()), -1)
+
+
+def attention_scale(model) -> float:
+    """scaling**2 of the model's attention (scaling = head_dim**-0.5 unless the model sets its own)."""
+    from icgd.lm.record import attention_modules
+
+    m = attention_modules(model)[0]
+    scaling = getattr(m, "scaling", None)
+    if scaling is None:
+        scaling = getattr(m, "head_dim") ** -0.5
+    return float(scaling) ** 2
 
 
 def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
