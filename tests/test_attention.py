@@ -161,3 +161,49 @@ def test_default_init_is_the_small_variance_scaling():
     s = Stack(cfg)
     w = s.layers[0].attn.w_q
     assert w.abs().max() <= 2 * cfg.attention_init_std + 1e-9
+
+
+def _written_out_ema(v, beta):
+    """sum_{i<t} beta^(t-i) v_i, term by term (beta: a float or one per head (H,))."""
+    out = torch.zeros_like(v)
+    b = torch.as_tensor(beta, dtype=v.dtype)
+    b = b[:, None] if b.dim() else b
+    for t in range(v.shape[-2]):
+        for i in range(t):
+            out[..., t, :] += b ** (t - i) * v[..., i, :]
+    return out
+
+
+@pytest.mark.parametrize("t_len", [1, 2, 9, 64, 65, 150])
+@pytest.mark.parametrize("beta", [0.05, 0.5, 0.9, 0.999])
+def test_past_ema_is_the_written_out_sum(t_len, beta):
+    from icgd.nn.attention import past_ema
+
+    g = torch.Generator().manual_seed(t_len)
+    v = torch.randn(2, 3, t_len, 4, dtype=torch.float64, generator=g)
+    expect = _written_out_ema(v, beta)
+    for chunk in (1, 7, 64):
+        torch.testing.assert_close(past_ema(v, beta, chunk), expect, rtol=1e-12, atol=1e-12)
+    per_head = torch.tensor([0.2, beta, 0.7], dtype=torch.float64)
+    torch.testing.assert_close(past_ema(v, per_head[:, None, None], 16), _written_out_ema(v, per_head),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_momentum_attention_adds_the_value_ema_to_causal_attention():
+    torch.manual_seed(0)
+    opts = dict(d_model=6, n_heads=2, d_value=3, kernel="softmax", causal=True, query_in_keys=True)
+    plain = Attention(AttentionConfig(**opts), dtype=torch.float64)
+    mom = Attention(AttentionConfig(**opts, momentum=0.6), dtype=torch.float64)
+    mom.load_state_dict(plain.state_dict() | {"momentum_logit": mom.momentum_logit}, strict=True)
+    x = torch.randn(3, 11, 6, dtype=torch.float64)
+    v = torch.einsum("hvd,btd->bhtv", plain.w_v, x)
+    extra = torch.einsum("hdv,bhtv->btd", plain.w_o, _written_out_ema(v, 0.6))
+    torch.testing.assert_close(mom(x, 11), plain(x, 11) + extra, rtol=1e-12, atol=1e-12)
+    # learnt: beta is a parameter with a gradient
+    learnt = Attention(AttentionConfig(**opts, momentum=0.6, learn_momentum=True), dtype=torch.float64)
+    learnt(x, 11).sum().backward()
+    assert learnt.momentum_logit.grad is not None and learnt.momentum_logit.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="needs causal"):
+        AttentionConfig(d_model=6, momentum=0.5)
+    with pytest.raises(ValueError):
+        AttentionConfig(d_model=6, causal=True, momentum=1.0)

@@ -45,6 +45,10 @@ class AttentionOptions(BaseModel):
     normalize: Literal["none", "count"] = "none"
     query_in_keys: bool = False
     causal: bool = False
+    momentum: float | None = Field(None, gt=0, lt=1, description="beta of momentum attention (source 003, sec. "
+                                   "4): each token's head output gains sum_{i<t} beta^(t-i) v_i; needs causal")
+    learn_momentum: bool = Field(False, description="learn beta (one per head, kept in (0, 1) by a sigmoid) "
+                                                    "from the momentum value; default fixed")
 
     @model_validator(mode="after")
     def _kernel_settings(self) -> "AttentionOptions":
@@ -56,6 +60,10 @@ class AttentionOptions(BaseModel):
         degree = self.kernel_options.get("degree")
         if degree is not None and (degree != int(degree) or degree < 1):
             raise ValueError(f"kernel_options.degree must be a positive integer, got {degree}")
+        if self.momentum is not None and not self.causal:
+            raise ValueError("momentum attention averages the values of earlier tokens: it needs causal: true")
+        if self.learn_momentum and self.momentum is None:
+            raise ValueError("learn_momentum needs an initial momentum (e.g. momentum: 0.5)")
         if self.kernel_init is not None and len(self.kernel_init) != k.n_params:
             names = ", ".join(k.param_names) if k.param_names else "none"
             raise ValueError(f"kernel_init: the {k.name} kernel has {k.n_params} parameter(s) ({names}), "
@@ -92,6 +100,38 @@ def attention_products(w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor) -> tu
     return w_k.transpose(-1, -2) @ w_q, w_o @ w_v
 
 
+def past_ema(v: Tensor, beta: Tensor | float, chunk: int = 64) -> Tensor:
+    """m_t = sum_{i<t} beta^(t-i) v_i for values v (..., T, d) -> (..., T, d); beta a float or a tensor of
+    shape (..., 1, 1) broadcasting against v (e.g. one per head: (H, 1, 1) for v (B, H, T, d)).
+
+    O(T * chunk): within a chunk of C tokens the sum is one product with the (C, C) decay matrix, and the
+    state carries across chunks: m_{s+t} = beta^t m_s + (in-chunk sum), m_{s+C} = beta^C m_s +
+    sum_{t<C} beta^(C-t) v_{s+t}. No negative power of beta appears, so it is stable for any T (a closed
+    form through beta^-i overflows), and it is differentiable in beta."""
+    t_len = v.shape[-2]
+    b = torch.as_tensor(beta, dtype=v.dtype, device=v.device)
+    lead = b.reshape(b.shape[:-2]) if b.dim() >= 2 else b  # beta without the (1, 1) tail: (...,) or ()
+    bb = lead[..., None, None]
+    c = min(chunk, t_len)
+    idx = torch.arange(c, device=v.device)
+    lag = (idx[:, None] - idx[None, :]).to(v.dtype)  # t - i
+    decay = torch.where(lag > 0, bb ** lag.clamp_min(0), torch.zeros((), dtype=v.dtype, device=v.device))
+    ahead = bb ** idx.to(v.dtype)[:, None]       # beta^t, (..., C, 1)
+    tail = bb ** (c - idx).to(v.dtype)[:, None]  # beta^(C-t), (..., C, 1)
+    out, state = [], None
+    for s in range(0, t_len, c):
+        blk = v[..., s:s + c, :]
+        n = blk.shape[-2]
+        m = decay[..., :n, :n] @ blk
+        if state is not None:
+            m = m + ahead[..., :n, :] * state[..., None, :]
+        out.append(m)
+        if s + c < t_len:  # m at the next chunk's start (this chunk is whole: n == c)
+            nxt = (tail * blk).sum(-2)
+            state = nxt if state is None else lead[..., None] ** c * state + nxt
+    return torch.cat(out, dim=-2)
+
+
 class Attention(nn.Module):
     """Multi-head attention with kernel `config.kernel`; returns the update (no residual).
 
@@ -120,6 +160,12 @@ class Attention(nn.Module):
             self.kernel_params = nn.Parameter(init, requires_grad=c.learn_kernel_params)
         else:
             self.register_buffer("kernel_params", torch.zeros(c.n_heads, 0, **kw))
+        if c.momentum is not None:  # stored as a logit: beta = sigmoid(momentum_logit) stays in (0, 1)
+            logit = torch.full((c.n_heads,), math.log(c.momentum / (1 - c.momentum)), **kw)
+            if c.learn_momentum:
+                self.momentum_logit = nn.Parameter(logit)
+            else:
+                self.register_buffer("momentum_logit", logit)
 
     def forward(self, x: Tensor, n_context: int, hooks: HookPoints | dict[str, Tensor] | None = None,
                 name: str = "attn") -> Tensor:
@@ -151,6 +197,9 @@ class Attention(nn.Module):
             if want_weights:
                 w = hooks(f"{name}.weights", w)
             mixed = w @ v
+        if c.momentum is not None:
+            past = v if n_keys == t_len else torch.nn.functional.pad(v, (0, 0, 0, t_len - n_keys))
+            mixed = mixed + past_ema(past, torch.sigmoid(self.momentum_logit)[:, None, None])
         out = torch.einsum("hdv,bhtv->btd", self.w_o, mixed)
         return hooks(f"{name}.out", out) if hooks else out
 
