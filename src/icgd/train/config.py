@@ -134,9 +134,41 @@ class KernelGDConfig(_Strict):
         return self.n_layers
 
 
+class CausalLMConfig(_Strict):
+    """A small decoder-only LM for a text task (`icgd.learners.causal_lm.CausalLM`): byte embedding, sinusoidal
+    positions, pre-norm blocks of causal softmax attention + MLP, tied output. `attention` takes the
+    attention options that apply (e.g. {momentum: 0.5} for momentum attention, source 003 sec. 4)."""
+
+    kind: Literal["causal_lm"]
+    d_model: int = Field(64, ge=2)
+    n_layers: int = Field(2, ge=1)
+    n_heads: int = Field(2, ge=1)
+    mlp_ratio: int = Field(4, ge=1)
+    init_std: float = Field(0.02, gt=0, description="std of the attention weights at initialisation")
+    attention: AttentionOptions = AttentionOptions(causal=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _causal(cls, data: Any) -> Any:
+        """The attention of a causal LM is causal: `attention: {momentum: 0.5}` needs no `causal: true`."""
+        if isinstance(data, dict) and isinstance(data.get("attention"), dict):
+            data = data | {"attention": {"causal": True} | data["attention"]}
+        return data
+
+    @model_validator(mode="after")
+    def _width(self) -> "CausalLMConfig":
+        if self.d_model % self.n_heads or self.d_model % 2:
+            raise ValueError(f"d_model={self.d_model} must be even and a multiple of n_heads={self.n_heads}")
+        return self
+
+    @property
+    def gd_steps(self) -> int:
+        return 1
+
+
 #: the kinds a config section may name (`model.kind`, `task.kind`); the first is the default
 MODEL_KINDS: dict[str, type[BaseModel]] = {"stack": ModelConfig, "mlp_lsa": FeatureLSAConfig, "lstm": LSTMConfig,
-                                           "kernel_gd": KernelGDConfig}
+                                           "kernel_gd": KernelGDConfig, "causal_lm": CausalLMConfig}
 TASK_KINDS: dict[str, type[BaseModel]] = TASKS
 
 

@@ -54,7 +54,8 @@ def evaluate_seeds(config: TrainConfig, params: dict[str, Tensor], eval_eps: Epi
     rows = []
     first = next(iter(params.values()))
     ev = eval_eps.to(first.device, first.dtype)
-    n_align = 0 if config.eval.reference == "zero" else min(config.eval.alignment_tasks, ev.batch_size)
+    aligns = config.eval.reference != "zero" and getattr(config.task, "aligns", True)
+    n_align = min(config.eval.alignment_tasks, ev.batch_size) if aligns else 0
     ref_ep = eval_eps[:n_align].to(first.device, torch.float64)
     for i in range(len(config.seeds)):
         learner = seed_learner(config, {k: v.detach() for k, v in params.items()}, i)

@@ -26,6 +26,7 @@ from icgd.nn.stack import Stack
 from icgd.tokens import ConcatTokens, InterleavedTokens
 from icgd.train.config import (
     DTYPES,
+    CausalLMConfig,
     FeatureLSAConfig,
     KernelGDConfig,
     LSTMConfig,
@@ -53,6 +54,14 @@ def build_module(config: TrainConfig, dtype: torch.dtype = torch.float32, device
     if isinstance(m, LSTMConfig):
         return LSTMLearner(config.task.dx, config.task.dy, m.hidden, m.n_layers, m.bidirectional, dtype=dtype,
                            device=device, generator=generator)
+    if isinstance(m, CausalLMConfig):
+        from icgd.learners.causal_lm import CausalLM, lm_stack_config
+
+        vocab = getattr(config.task, "vocab", None)
+        if vocab is None:
+            raise ValueError(f"model kind causal_lm needs a text task (task.kind: text), got {config.task.kind!r}")
+        return CausalLM(vocab, lm_stack_config(m.d_model, m.n_layers, m.n_heads, m.mlp_ratio, m.attention, m.init_std),
+                        dtype=dtype, device=device, generator=generator)
     raise TypeError(f"unknown model kind {m.kind!r}")
 
 

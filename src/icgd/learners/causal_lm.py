@@ -1,0 +1,91 @@
+"""A small decoder-only language model built from the library's attention stack (source 003, sec. 4).
+
+ids (B, T) -> embedding (V, D) + sinusoidal positions -> `n_layers` pre-norm blocks of causal attention +
+MLP (`icgd.nn.stack.Stack` with layer_norm and mlp) -> LayerNorm -> logits (B, T, V) through the tied
+embedding. The attention is `icgd.nn.attention.Attention` (softmax with s = sqrt(d_head), fixed, i.e.
+scaled dot-product attention), so momentum attention is the option `attention.momentum`.
+
+As a learner it reads the ids of `episodes.query_x` (B, T, 1) (a text task's windows) and predicts the
+next-token logits at every position (B, T, V). Hook points: those of the stack (`model.stack.hooks`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from icgd.episodes import Episodes, ShapeError
+from icgd.nn.attention import AttentionConfig, AttentionOptions
+from icgd.nn.stack import Stack, StackConfig
+
+
+def sinusoidal_positions(t_len: int, d: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """(T, D) sine/cosine position codes (Vaswani et al.; the source's fairseq models use them)."""
+    pos = torch.arange(t_len, device=device, dtype=torch.float64)[:, None]
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d, 2, device=device, dtype=torch.float64) / d)
+    pe = torch.zeros(t_len, d, device=device, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq[: d // 2])
+    return pe.to(dtype)
+
+
+def lm_stack_config(d_model: int, n_layers: int, n_heads: int, mlp_ratio: int, attention: AttentionOptions,
+                    init_std: float = 0.02) -> StackConfig:
+    """The stack of a causal LM: pre-norm blocks, causal softmax attention over every earlier token, heads
+    of width d_model / n_heads, attention weights drawn with std `init_std`."""
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} is not a multiple of n_heads={n_heads}")
+    dh = d_model // n_heads
+    opts = attention.model_dump() | {"n_heads": n_heads, "d_key": dh, "d_value": dh, "causal": True,
+                                     "query_in_keys": True, "kernel": "softmax", "kernel_init": (math.sqrt(dh),),
+                                     "learn_kernel_params": False}
+    return StackConfig(attention=AttentionConfig(d_model=d_model, **opts), n_layers=n_layers, layer_norm=True,
+                       mlp=True, mlp_ratio=mlp_ratio, init_scale=init_std ** 2 * d_model)
+
+
+class CausalLM(nn.Module):
+    """Token ids -> next-token logits (see the module doc). Weights are drawn from `generator`."""
+
+    def __init__(self, vocab: int, config: StackConfig, dtype: torch.dtype = torch.float32,
+                 device: torch.device | str | None = None, generator: torch.Generator | None = None,
+                 name: str = "causal_lm") -> None:
+        super().__init__()
+        d = config.d_model
+        self.embed = nn.Parameter(torch.empty(vocab, d, dtype=dtype, device=device))
+        nn.init.normal_(self.embed, std=d ** -0.5, generator=generator)
+        self.stack = Stack(config, dtype=dtype, device=device, generator=generator)
+        self.ln_f = nn.LayerNorm(d, dtype=dtype, device=device)
+        self.name = name
+
+    def logits(self, ids: Tensor) -> Tensor:
+        """ids (B, T) integer -> logits (B, T, V)."""
+        if ids.dim() != 2:
+            raise ShapeError(f"CausalLM expects ids (B, T), got shape {tuple(ids.shape)}")
+        t_len = ids.shape[1]
+        x = self.embed[ids] + sinusoidal_positions(t_len, self.embed.shape[1], self.embed.dtype, ids.device)
+        x = self.stack(x, t_len)
+        return self.ln_f(x) @ self.embed.T
+
+    def forward(self, ep: Episodes, cache: dict[str, Tensor] | None = None) -> Tensor:
+        return self.predict(ep, cache)
+
+    def predict(self, ep: Episodes, cache: dict[str, Tensor] | None = None) -> Tensor:
+        """Logits (B, T, V) at every position of the windows in `ep.query_x` (float ids (B, T, 1))."""
+        if cache is not None:
+            with self.stack.hooks.caching(cache):
+                return self.logits(ep.query_x[..., 0].long())
+        return self.logits(ep.query_x[..., 0].long())
+
+    @torch.no_grad()
+    def sequence_logprobs(self, ids: Tensor) -> Tensor:
+        """log p(ids[t] | ids[<t]) (B, T-1) for ids (B, T), in float64."""
+        logits = self.logits(ids[:, :-1])
+        return torch.log_softmax(logits.double(), -1).gather(-1, ids[:, 1:, None])[..., 0]
+
+    def describe(self) -> dict[str, Any]:
+        a = self.stack.config.attention
+        return {"learner": self.name, "layers": self.stack.config.n_layers, "d_model": a.d_model,
+                "heads": a.n_heads, "momentum": a.momentum}

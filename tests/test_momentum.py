@@ -1,0 +1,105 @@
+"""Source 003, sec. 4: byte-level text windows, the small causal LM (vanilla and momentum attention) trained by
+the engine, its in-context scoring, and the `momentum` suite in smoke mode."""
+
+import math
+
+import pytest
+import torch
+
+from icgd.episodes import Episodes, make_generator
+from icgd.learners.causal_lm import CausalLM, lm_stack_config
+from icgd.nn.attention import AttentionOptions
+from icgd.tasks.text import TextLM, Unigram, next_token_loss
+
+
+def _lm(momentum=None, seed=0):
+    attn = AttentionOptions(causal=True, momentum=momentum)
+    return CausalLM(256, lm_stack_config(16, 2, 2, 2, attn), dtype=torch.float64, generator=make_generator(seed))
+
+
+@pytest.mark.parametrize("momentum", [None, 0.5])
+def test_causal_lm_never_reads_later_bytes(momentum):
+    lm = _lm(momentum)
+    ids = torch.randint(0, 256, (2, 30), generator=make_generator(1))
+    changed = ids.clone()
+    changed[:, 20:] = (changed[:, 20:] + 7) % 256
+    a, b = lm.logits(ids), lm.logits(changed)
+    torch.testing.assert_close(a[:, :20], b[:, :20], rtol=0, atol=1e-12)
+    assert (a[:, 20:] - b[:, 20:]).abs().max() > 1e-6
+
+
+def test_momentum_changes_the_model_and_keeps_the_parameter_count():
+    van, mom = _lm(None), _lm(0.5)
+    assert sum(p.numel() for p in van.parameters()) == sum(p.numel() for p in mom.parameters())
+    ids = torch.randint(0, 256, (1, 12), generator=make_generator(2))
+    assert (van.logits(ids) - mom.logits(ids)).abs().max() > 1e-6
+
+
+def test_sequence_logprobs_and_loss_agree():
+    lm = _lm(0.5)
+    ids = torch.randint(0, 256, (3, 9), generator=make_generator(3))
+    lp = lm.sequence_logprobs(ids)
+    x = ids[:, :-1, None].double()
+    y = ids[:, 1:, None].double()
+    loss = next_token_loss(lm.predict(Episodes(x, y, x, y)), y)
+    torch.testing.assert_close(-lp.mean(-1), loss.detach(), rtol=1e-10, atol=1e-10)
+
+
+def test_unigram_reference_scores_the_byte_entropy():
+    ids = torch.tensor([[[1.0], [1.0], [2.0], [1.0]]])
+    u = Unigram.fit(Episodes(ids, ids, ids, ids))
+    p1, p2 = (3 + 1) / (4 + 256), (1 + 1) / (4 + 256)
+    assert math.isclose(float(u.logp[1]), math.log(p1)) and math.isclose(float(u.logp[2]), math.log(p2))
+    pred = u.predict(Episodes(ids, ids, ids, ids))
+    assert pred.shape == (1, 4, 256)
+
+
+@pytest.fixture(scope="module")
+def text_task():
+    try:
+        t = TextLM(seq_len=24)
+        t.text()
+    except Exception as e:  # noqa: BLE001 - the packaged corpora are an optional extra
+        pytest.skip(f"text corpora not installed: {e}")
+    return t
+
+
+def test_text_windows_are_shifted_bytes_of_the_split(text_task):
+    ep = text_task.sample(5, make_generator(0))
+    assert ep.query_x.shape == (5, 24, 1) and torch.equal(ep.context_x, ep.query_x)
+    again = text_task.sample(5, make_generator(0))
+    assert torch.equal(ep.query_x, again.query_x)  # the generator decides
+    data = text_task.text()
+    first = bytes(ep.query_x[0, :, 0].long().tolist())
+    assert first in bytes(data.numpy())
+    assert torch.equal(ep.query_x[:, 1:], ep.query_y[:, :-1])  # targets are the next bytes
+    val = text_task.evaluation_task()
+    assert val.split == "validation" and val.text().numel() < data.numel()
+
+
+def test_engine_trains_a_momentum_lm(text_task, tmp_path):
+    from icgd.train.config import build_config
+    from icgd.train.engine import train
+
+    cfg = build_config({"name": "t", "task": {"kind": "text", "seq_len": 24},
+                        "model": {"kind": "causal_lm", "d_model": 16, "n_layers": 1, "n_heads": 2,
+                                  "attention": {"momentum": 0.5}},
+                        "optim": {"lr": 3e-3}, "eval": {"reference": "unigram", "n_tasks": 16, "n_tune": 64, "every": 30},
+                        "steps": 60, "batch_size": 8, "seeds": [0, 1], "checkpoint_every": 30})
+    res = train(cfg, tmp_path / "run")
+    first = math.log(256)  # a fresh model predicts about uniformly
+    for s in res.summary["seeds"]:
+        assert s["final_eval_loss"] < first - 1.0
+    assert res.learner(0).stack.config.attention.momentum == 0.5
+
+
+def test_momentum_suite_measures_every_claim(text_task, tmp_path):
+    pytest.importorskip("pandas")
+    from icgd.claims.runner import verify
+
+    res = verify("momentum", tmp_path, smoke=True)
+    assert [c["id"] for c in res["claims"]] == ["momentum-lowers-perplexity", "momentum-keeps-icl"]
+    for c in res["claims"]:
+        assert "note" not in c and isinstance(c["measured"], float)
+    run = tmp_path / "dai-momentum"
+    assert (run / "perplexity.csv").is_file() and (run / "icl.csv").is_file() and (run / "momentum.png").is_file()
