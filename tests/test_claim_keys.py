@@ -18,3 +18,10 @@ def test_every_claim_reads_a_result_its_experiments_write(suite, tmp_path):
     assert not missing, missing
     for c in report["claims"]:  # a number or nan (e.g. inf / inf in a smoke run), never a lookup failure
         assert isinstance(c["measured"], float) and (math.isnan(c["measured"]) or c["measured"] == c["measured"])
+
+
+def test_every_suite_has_a_smoke_test():
+    """dai needs the packaged LM (tests/test_lm.py), momentum the packaged text (tests/test_momentum.py);
+    a new suite must be added to one of these lists."""
+    covered = {"oswald", "oswald-nonlinear", "oswald-copy", "blog", "categorical", "dai", "momentum"}
+    assert set(suite_names()) == covered
