@@ -63,7 +63,7 @@ def test_dai_suite_measures_every_claim(dai_smoke):
     assert res["suite"] == "dai" and len(res["claims"]) == 8
     for c in res["claims"]:
         assert "note" not in c, c  # no claim lacks its number
-        assert isinstance(c["measured"], float) and c["measured"] == c["measured"], c
+        assert isinstance(c["measured"], float), c  # nan allowed: smoke runs may have nothing to count
     assert (out / "dai-icl-vs-ft" / "report.md").is_file()
     assert (out / "dai-icl-vs-ft" / "layers_bbc-news.png").is_file()
 
@@ -83,9 +83,13 @@ def test_rec2ftp_recomputed_from_the_per_query_table(dai_smoke):
     assert q.zsl_correct.dtype == bool and (q.icl_correct == (q.icl_pred == q.gold)).all()
     results = json.loads((run / "results.json").read_text())
     table = pd.read_csv(run / "datasets.csv")
+    per_seed, counted = [], 0
     for (dataset, seed), g in q.groupby(["dataset", "demo_seed"]):
         fixed = g[g.ft_correct & ~g.zsl_correct]  # what FT corrects from ZSL
         both = fixed.icl_correct.sum()
+        counted += len(fixed)
+        if len(fixed):
+            per_seed.append(100 * both / len(fixed))
         if g.chosen_seed.all():
             measured = results[f"{dataset}.rec2ftp"]
             if len(fixed):
@@ -94,6 +98,9 @@ def test_rec2ftp_recomputed_from_the_per_query_table(dai_smoke):
                 assert measured != measured  # NaN: nothing to recall
             assert results[f"{dataset}.rec2ftp_denominator"] == len(fixed)
             assert table[table.dataset == dataset].icl_accuracy.item() == pytest.approx(g.icl_correct.mean())
+    assert counted > 0  # some seed has queries FT corrects, so the values below are numbers
+    assert results["bbc-news.rec2ftp_mean"] == pytest.approx(sum(per_seed) / len(per_seed))
+    assert results["bbc-news.rec2ftp_max"] == pytest.approx(max(per_seed))
 
 
 def test_dai_rerun_reads_the_cache(dai_smoke, smollm, monkeypatch):
@@ -111,5 +118,5 @@ def test_dai_rerun_reads_the_cache(dai_smoke, smollm, monkeypatch):
     out, _ = dai_smoke
     first = json.loads((out / "dai-icl-vs-ft" / "results.json").read_text())
     again = run_experiment("dai-icl-vs-ft", out / "again", cache=out / "_train", smoke=True, options={"model": smollm})
-    assert {k: v for k, v in again.items() if "seconds" not in k} == {k: v for k, v in first.items()
-                                                                      if "seconds" not in k}
+    same = [json.dumps({k: v for k, v in r.items() if k != "seconds"}, sort_keys=True) for r in (again, first)]
+    assert same[0] == same[1]  # compared as JSON text: nan equals nan there
