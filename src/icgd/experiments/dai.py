@@ -193,7 +193,6 @@ def eval_lengths(ctx: ExperimentContext) -> tuple[int, int, int]:
 def momentum(ctx: ExperimentContext) -> None:
     import pandas as pd
 
-    from icgd.experiments.common import curves
     from icgd.lm.data import bbc_news, tweets
     from icgd.lm.scratch import icl_accuracy, perplexity
 
@@ -222,7 +221,7 @@ def momentum(ctx: ExperimentContext) -> None:
     ctx.table("perplexity", rows)
     ctx.table("icl", icl_rows)
     _momentum_results(ctx, ppl, icl, lengths)
-    _momentum_figure(ctx, runs, ppl, lengths, curves)
+    _momentum_figure(ctx, runs, ppl, lengths)
     _momentum_report(ctx, ppl, icl, lengths)
 
 
@@ -259,7 +258,9 @@ def _momentum_results(ctx: ExperimentContext, ppl, icl, lengths) -> None:
     ctx.result("icl.worst_difference_upper95", float(min(bounds)))
 
 
-def _momentum_figure(ctx: ExperimentContext, runs, ppl, lengths, curves) -> None:
+def _momentum_figure(ctx: ExperimentContext, runs, ppl, lengths) -> None:
+    from icgd.experiments.common import curves
+
     fig, axes = subplots(2, width=4.4, height=3.2)
     for name, res in runs.items():
         steps, ys = curves(res, "eval_loss")

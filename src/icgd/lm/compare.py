@@ -238,9 +238,9 @@ def _summary(task: TextTask, cfg: DaiConfig, rows, layer_rows, per_seed, chosen:
                            "zsl_accuracy": float(q[q.chosen_seed].zsl_correct.mean())}
     per: dict[str, list[float]] = {}
     for s, g in q.groupby("demo_seed"):
+        rec, n_fixed = M.rec2ftp(g.zsl_correct, g.ft_correct, g.icl_correct)
         vals = {"icl_accuracy": float(g.icl_correct.mean()), "ft_accuracy": float(g.ft_correct.mean()),
-                "rec2ftp": M.rec2ftp(g.zsl_correct, g.ft_correct, g.icl_correct)[0],
-                "rec2ftp_denominator": M.rec2ftp(g.zsl_correct, g.ft_correct, g.icl_correct)[1]}
+                "rec2ftp": rec, "rec2ftp_denominator": n_fixed}
         # the source's tables: mean over queries per layer, then over layers
         vals |= {m: float(lay[lay.demo_seed == s][m].mean()) for m in MEASURES}
         for k, v in vals.items():
