@@ -119,6 +119,19 @@ def test_suites_are_registered():
     assert "oswald" in suite_names() and len(SUITES["oswald"]()) >= 15
 
 
+def test_help_lists_every_registered_suite(capsys):
+    from icgd.claims.base import SUITE_NAMES
+    from icgd.claims.runner import suite_names
+    from icgd.cli import main
+
+    ours = sorted(n for n in suite_names() if SUITES[n].__module__.startswith("icgd.claims."))
+    assert sorted(SUITE_NAMES) == ours
+    with pytest.raises(SystemExit):
+        main(["verify", "--help"])
+    text = "".join(capsys.readouterr().out.split())  # argparse wraps lines at hyphens
+    assert all(name in text for name in ours)
+
+
 def test_nonlinear_and_copy_suites_are_registered():
     from icgd.claims.runner import suite_names
 

@@ -10,6 +10,7 @@ from typing import Any, Sequence, get_args
 import pydantic
 
 from icgd import __version__
+from icgd.claims.base import SUITE_NAMES
 
 
 class UsageError(Exception):
@@ -268,8 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="check a source's claims: measured value, threshold, PASS/FAIL",
                        description="Run the experiments a suite needs (models are cached and reused) and print "
                                    "each claim with its source figure, the measured value, the threshold and "
-                                   "PASS or FAIL. Suites: oswald, oswald-nonlinear, oswald-copy, blog.")
-    v.add_argument("suite", help="oswald, oswald-nonlinear, oswald-copy or blog")
+                                   f"PASS or FAIL. Suites: {', '.join(SUITE_NAMES)}.")
+    v.add_argument("suite", help=", ".join(SUITE_NAMES))
     _add_study_options(v, "directory of the experiments (default runs/verify-SUITE[-quick|-smoke])", "OUT/_train")
     v.add_argument("--json", action="store_true", help='print {"suite", "claims": [{"id", "claim", "source", '
                                                         '"measured", "threshold", "passed"}]}')
