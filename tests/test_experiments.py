@@ -197,6 +197,21 @@ def test_implicit_eta_of_the_construction_and_dampened_repetition_is_gd_with_eta
     assert not torch.allclose(tf, readoff.gd_repeat_losses(eta, ep, repeats=7))
 
 
+def test_repetition_with_y_only_updates_ignores_the_x_rows_of_pv():
+    eta, lam = 1.3, 0.7
+    kq, pv = readoff.gd_products(4, 1, eta, 6)
+    pv_noisy = pv.clone()
+    pv_noisy[:4] = 0.05 * torch.randn(4, 5, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    ep = LinearRegression(dx=4, n_context=6).sample(50, make_generator(3), dtype=torch.float64)
+    gd = readoff.gd_repeat_losses(eta * lam, ep, repeats=7)
+    torch.testing.assert_close(readoff.tf_repeat_losses(kq, pv_noisy, lam, ep, 7, update="y"), gd,
+                               rtol=1e-10, atol=1e-12)
+    assert not torch.allclose(readoff.tf_repeat_losses(kq, pv_noisy, lam, ep, 7, update="all"), gd)
+    assert pv_noisy[:4].abs().sum() > 0  # the caller's products are left as they were
+    with pytest.raises(ValueError, match="update"):
+        readoff.tf_repeat_losses(kq, pv, lam, ep, 7, update="x")
+
+
 def test_student_t_quantiles_and_intervals():
     from icgd.experiments.blog import mean_ci
     from icgd.metrics import t95

@@ -77,9 +77,19 @@ def divergence_cap(ep: Episodes) -> float:
     return 1000 * float(0.5 * (ep.query_y ** 2).sum(-1).mean())
 
 
-def tf_repeat_losses(kq: Tensor, pv: Tensor, lam: float, ep: Episodes, repeats: int) -> Tensor:
+def tf_repeat_losses(kq: Tensor, pv: Tensor, lam: float, ep: Episodes, repeats: int,
+                     update: str = "all") -> Tensor:
     """Per-task loss (repeats, B) after each of `repeats` applications of the layer with products
-    (kq, pv), dampened by lam: E <- E + lam * LSA(E)."""
+    (kq, pv), dampened by lam: E <- E + lam * LSA(E).
+
+    update: "all" moves every channel of the tokens (source 001's roll-out); "y" moves only the y channels
+    and keeps the x parts fixed, as the official code of source 000 does when it repeats the layer
+    (`y_update=True` in its constructed_token_setup notebook): the x rows of P W_V are set to 0."""
+    if update not in ("all", "y"):
+        raise ValueError(f"update must be 'all' or 'y', not {update!r}")
+    if update == "y":
+        pv = pv.clone()
+        pv[:ep.dx] = 0
     st = stack_from_products(kq, pv, n_layers=repeats, recurrent=True, dampening=lam)
     cache: dict[str, Tensor] = {}
     with torch.no_grad():

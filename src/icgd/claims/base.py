@@ -14,6 +14,11 @@ from typing import Any, Callable
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
+#: what a claim checks: the source's statement with the source's measure ("source"), or an extra check
+#: stricter than what the source shows ("stricter", e.g. the worst seed where the source shows one run)
+ROLES = ("source", "stricter")
+
+
 @dataclass(frozen=True)
 class Claim:
     id: str
@@ -24,6 +29,11 @@ class Claim:
     op: str
     threshold: float
     why: str
+    role: str = "source"
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"claim {self.id}: role must be one of {ROLES}, not {self.role!r}")
 
     def check(self, results: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -36,7 +46,7 @@ class Claim:
         passed = bool(not math.isnan(measured) and _OPS[self.op](measured, self.threshold))
         return {"id": self.id, "claim": self.claim, "source": self.source, "experiment": self.experiment,
                 "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": passed,
-                "why": self.why} | ({"note": note} if note else {})
+                "why": self.why, "role": self.role} | ({"note": note} if note else {})
 
 
 #: the suites' names as `icgd verify --help` lists them without importing every source (a test checks that
@@ -58,7 +68,8 @@ def format_markdown(report: dict[str, Any]) -> str:
     """The report as a Markdown table (claim, source, measured, threshold, result; FAIL in bold)."""
     lines = ["| claim | source | measured | threshold | result |", "|---|---|---|---|---|"]
     for c in report["claims"]:
-        cells = [c["claim"], c["source"], f"{c['measured']:.4g}", c["threshold"],
+        cells = [c["claim"] + (" (stricter check)" if c.get("role") == "stricter" else ""), c["source"],
+                 f"{c['measured']:.4g}", c["threshold"],
                  "PASS" if c["passed"] else "**FAIL**"]
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in cells) + " |")
     return "\n".join(lines) + "\n"
@@ -67,7 +78,8 @@ def format_markdown(report: dict[str, Any]) -> str:
 def format_report(report: dict[str, Any]) -> str:
     rows = [("claim", "source", "measured", "threshold", "result")]
     for c in report["claims"]:
-        rows.append((f"{c['id']}: {c['claim']}", c["source"], f"{c['measured']:.4g}", c["threshold"],
+        strict = " [stricter]" if c.get("role") == "stricter" else ""
+        rows.append((f"{c['id']}{strict}: {c['claim']}", c["source"], f"{c['measured']:.4g}", c["threshold"],
                      "PASS" if c["passed"] else "FAIL"))
     widths = [min(max(len(r[i]) for r in rows), 90) for i in range(5)]
     lines = ["  ".join(str(v)[:w].ljust(w) for v, w in zip(r, widths)) for r in rows]

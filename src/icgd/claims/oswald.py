@@ -26,22 +26,46 @@ def claims() -> list[Claim]:
         Claim("1layer-weights", "rescaled trained W_K^T W_Q equals the construction (relative error)",
               "Fig. 9", ONE, lambda r: r[ONE][X.KQ_ERROR_MEDIAN.format(tag="a1")], "<", 0.1,
               "Fig. 9 shows matching matrices up to small off-diagonal noise; 10% Frobenius error"),
+        Claim("1layer-prediction-difference", "the prediction difference between trained LSA and GD is about 0 "
+              "(mean |y_TF - y_GD| / GD's RMS error)", "Fig. 2", ONE,
+              lambda r: r[ONE]["a1.prediction_difference_max"] / (2 * r[ONE]["a1.gd_loss"]) ** 0.5, "<", 0.1,
+              "an order of magnitude below GD's own error; worst seed"),
+        Claim("1layer-pv-weights", "rescaled trained P W_V (y row) equals the construction (relative error)", "Fig. 9",
+              ONE, lambda r: r[ONE]["a1.pv_relative_error_median"], "<", 0.1, "as 1layer-weights"),
         Claim("interpolation", "the interpolation path stays within 1% of GD loss", "A.3, Fig. 2",
               "oswald-interpolation", lambda r: r["oswald-interpolation"][X.INTERPOLATION_MAX_INCREASE], "<", 0.01,
               "the paper reports no loss increase along the path; 1% allows evaluation noise"),
         Claim("ood", "TF loss equals GD loss out of distribution (alpha <= 1.5, five families)",
               "Fig. 2, Fig. 6", "oswald-ood", lambda r: r["oswald-ood"][X.OOD_MAX_DEVIATION],
               "<", 0.1, "curves overlap on log axes spanning two orders of magnitude; 10% relative"),
-        Claim("repeat-0.75", "with dampening 0.75, 50 applications keep lowering the loss (all tasks)",
+        Claim("ood-interpolated", "the interpolated model equals GD out of distribution as well (alpha <= 1.5)",
+              "Fig. 2, Fig. 6", "oswald-ood", lambda r: r["oswald-ood"][X.OOD_INTERP_MAX_DEVIATION], "<", 0.1,
+              "as ood"),
+        Claim("ood-gd-degrades", "GD's own loss degrades quickly for larger inputs (GD / zero-predictor loss at "
+              "input scale 2 over the same at 1)", "sec. 3", "oswald-ood",
+              lambda r: r["oswald-ood"][X.OOD_GD_DEGRADES], ">", 2.0,
+              "sec. 3: the eta tuned for the training range leads to 'a drastic increase in loss also for GD' on "
+              "larger inputs; relative to the zero predictor, which grows with the targets; more than double"),
+        Claim("repeat-0.75", "with dampening 0.75, 50 applications keep lowering the loss (the official code's "
+              "roll-out: only the y channels move; every task counted)", "Fig. 1, A.6", "oswald-repeat",
+              lambda r: r[REPEAT][X.REPEAT_Y_RATIO_MEDIAN.format(key="lambda_0_75")], "<", 1.0,
+              "the official code repeats the layer with y_update=True and plots one seed's mean over all tasks "
+              "(docs/reproduction-notes.md); median seed"),
+        Claim("repeat-0.75-all-tokens", "the same when every channel of the tokens moves, worst seed",
               "Fig. 1, A.6", "oswald-repeat",
               lambda r: r[REPEAT][X.REPEAT_RATIO_WORST.format(key="lambda_0_75")], "<", 1.0,
-              "loss after 50 applications below the loss after 1, every task counted, worst seed"),
-        Claim("repeat-0.7", "with dampening 0.7 (the blog's value) the same holds", "source 001",
-              "oswald-repeat", lambda r: r[REPEAT][X.REPEAT_RATIO_WORST.format(key="lambda_0_7")], "<", 1.0,
-              "as above"),
+              "the full-token roll-out of source 001, every task counted, worst seed", role="stricter"),
+        Claim("repeat-0.7", "with dampening 0.7 (the blog's value), every channel moving, the same holds",
+              "source 001", "oswald-repeat",
+              lambda r: r[REPEAT][X.REPEAT_RATIO_WORST.format(key="lambda_0_7")], "<", 1.0,
+              "every task counted, worst seed (the blog shows one model: its measure is the blog suite's "
+              "dampening-lowers-loss, median seed)", role="stricter"),
         Claim("repeat-undamped", "without dampening repeated application diverges", "Fig. 10",
               "oswald-repeat", lambda r: r[REPEAT][X.REPEAT_RATIO_WORST.format(key="lambda_1")], ">", 1.0,
               "loss after 50 applications above the loss after 1"),
+        Claim("repeat-undamped-gd", "without dampening GD with the tuned eta diverges as well", "Fig. 10, A.6",
+              "oswald-repeat", lambda r: r[REPEAT]["lambda_1.gd_final_over_first"], ">", 1.0,
+              "A.6: the undamped roll-out diverges for the TF and for GD alike; loss after 50 steps above after 1"),
         Claim("rec2-beats-gd", "recurrent 2-layer LSA loss below 2 steps of GD (ratio)", "Fig. 3",
               "oswald-deep", lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="tf_loss")] / r[DEEP][X.DEEP_GD_LOSS.format(tag="rec2")],
               "<", 1.0, "median seed (a seed still on its plateau is reported in the tables)"),
@@ -49,13 +73,40 @@ def claims() -> list[Claim]:
               "(prediction difference to GD++ / to GD)", "Fig. 3", "oswald-deep",
               lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="pd_gdpp")] / r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="pd_gd")], "<", 1.0,
               "median seed"),
-        Claim("five-beats-gd2", "5-layer LSA loss below 2-step GD (ratio)", "Fig. 3", "oswald-deep",
-              lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="tf_loss")] / r[DEEP][X.DEEP_GD_LOSS.format(tag="rec2")], "<", 1.0,
-              "median seed"),
+        Claim("rec2-departs-from-gd", "the recurrent 2-layer LSA aligns better with GD++ than with GD (sensitivity "
+              "cosine with GD / with GD++)", "Fig. 3a", "oswald-deep",
+              lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="cos_gd")]
+              / r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="cos_gdpp")], "<", 1.0,
+              "Fig. 3a: the alignment with plain GD falls while the model realigns with GD++; median seed"),
+        Claim("rec2-realigns-gdpp", "the recurrent 2-layer LSA realigns with GD++ (sensitivity cosine)", "Fig. 3a",
+              "oswald-deep", lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="cos_gdpp")], ">", 0.99,
+              "'realigns perfectly': the bar at which 1layer-cosine calls a cosine about 1; median seed"),
+        Claim("rec2-matches-gdpp-loss", "the recurrent 2-layer LSA reaches GD++'s loss (|TF / GD++ - 1|)", "Fig. 3a",
+              "oswald-deep", lambda r: abs(r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="tf_loss")]
+                                           / r[DEEP]["rec2.gdpp_loss"] - 1), "<", 0.1,
+              "the loss curves overlap on a log axis: the 10% of every 'curves overlap' claim here (ood, "
+              "dampening-matches-gd); median seed. Our GD++ has an eta and gamma per step, the official one "
+              "shares them over the recurrent steps"),
+        Claim("five-beats-gd5", "5-layer LSA loss below 5-step GD (ratio)", "Fig. 3b, sec. 3", "oswald-deep",
+              lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="tf_loss")] / r[DEEP][X.DEEP_GD_LOSS.format(tag="five")], "<", 1.0,
+              "sec. 3: models with K layers 'generally outperform K steps of plain gradient descent' (this claim "
+              "compared with 2-step GD before; see docs/reproduction-notes.md); median seed"),
+        Claim("five-near-zero", "the 5-layer LSA reaches a loss close to 0 (loss / zero predictor)", "Fig. 3b",
+              "oswald-deep", lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="tf_loss")]
+              / r[DEEP]["five.zero_loss"], "<", 0.1,
+              "an order of magnitude below the zero predictor; median seed"),
+        Claim("five-matches-gdpp-loss", "the 5-layer LSA reaches GD++'s loss (|TF / GD++ - 1|)", "Fig. 3b",
+              "oswald-deep", lambda r: abs(r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="tf_loss")]
+                                           / r[DEEP]["five.gdpp_loss"] - 1), "<", 0.1,
+              "as rec2-matches-gdpp-loss; median seed"),
         Claim("five-matches-gdpp", "5-layer LSA is closer to GD++ (per-layer eta, gamma) than to 5-step GD "
               "(prediction difference ratio)", "Fig. 3", "oswald-deep",
               lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="pd_gdpp")] / r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="pd_gd")], "<", 1.0,
               "median seed"),
+        Claim("depths-closer-to-gdpp", "every depth variant is closer to GD++ than to GD with as many steps "
+              "(largest prediction difference to GD++ / to GD)", "Fig. 7, 8", "oswald-depth",
+              lambda r: r["oswald-depth"][X.DEPTH_MAX_PD_RATIO], "<", 1.0,
+              "sec. 3: their behaviour is 'well described' by GD++; median seed of each model"),
         Claim("depths-beat-gd", "LSA stacks of depth 2-4 (recurrent or not; in full mode also 4 heads with MLPs) "
               "beat GD with as many steps (largest TF / GD loss)", "Fig. 7, 8", "oswald-depth",
               lambda r: r["oswald-depth"][X.DEPTH_MAX_TF_OVER_GD], "<", 1.0, "median seed of each model"),
@@ -63,6 +114,10 @@ def claims() -> list[Claim]:
               "transformed Hessian (ratio to gamma = 0)", "Fig. 13", "oswald-curvature",
               lambda r: r["oswald-curvature"][X.KAPPA_RATIO], "<", 1.0,
               "any reduction supports the curvature-correction reading"),
+        Claim("curvature-eigenvalues-in-range", "the observed eigenvalues of X X^T stay below 1 / gamma of the "
+              "trained TFs (gamma * 99th percentile of the largest eigenvalue)", "Fig. 13", "oswald-curvature",
+              lambda r: r["oswald-curvature"][X.GAMMA_TIMES_LAMBDA_MAX], "<", 1.0,
+              "A.10: the spectrum stays inside [0, 1/gamma], where lambda (1 - gamma lambda)^2 is increasing"),
         Claim("softmax-1head-worse", "one softmax head is worse than GD (loss / GD)", "Fig. 11, 12",
               "oswald-softmax", lambda r: r[SOFTMAX][X.SOFTMAX_LOSS_OVER_GD.format(variant="softmax1")], ">", 1.01,
               "worse by more than 1% (beyond evaluation noise)"),
@@ -70,6 +125,17 @@ def claims() -> list[Claim]:
               "Fig. 11, 12", "oswald-softmax",
               lambda r: r[SOFTMAX][X.SOFTMAX_LOSS_OVER_GD.format(variant="softmax2")]
               / r[SOFTMAX][X.SOFTMAX_LOSS_OVER_GD.format(variant="softmax1")], "<", 1.0, "median seed"),
+        Claim("softmax-2heads-still-worse", "two softmax heads still do not reach GD (loss / GD)", "Fig. 12b, A.9",
+              "oswald-softmax", lambda r: r[SOFTMAX][X.SOFTMAX_LOSS_OVER_GD.format(variant="softmax2")], ">", 1.01,
+              "A.9: 'difficulties to match the loss values' of GD; the threshold of softmax-1head-worse"),
+        Claim("softmax-2heads-align-better", "two softmax heads align better with GD than one (cosine of one head "
+              "/ of two)", "Fig. 12, A.9", "oswald-softmax",
+              lambda r: r[SOFTMAX]["softmax1.cosine_median"] / r[SOFTMAX]["softmax2.cosine_median"], "<", 1.0,
+              "A.9: 'very much improved alignment'; median seed"),
+        Claim("phase-seed-dependent", "with one head the phase transition comes at a seed-dependent step (slowest "
+              "/ fastest seed's step)", "Fig. 15, A.11", "oswald-phase",
+              lambda r: r["oswald-phase"][X.TRANSITION_SPREAD.format(heads=1)], ">", 1.5,
+              "A.11: the transitions depend on the seed; the slowest seed at least half as late again as the fastest"),
         Claim("two-heads-stabilise", "two heads make the slowest seed's phase transition earlier than one head "
               "(ratio of the slowest seeds' transition steps)", "Fig. 15", "oswald-phase",
               lambda r: r["oswald-phase"][X.SLOWEST_TRANSITION.format(heads=2)] / r["oswald-phase"][X.SLOWEST_TRANSITION.format(heads=1)],
@@ -81,6 +147,14 @@ def claims() -> list[Claim]:
         Claim("fixed-data-8192", "with 8192 training tasks the held-out loss is within 5% of GD", "Fig. 16",
               "oswald-fixed-data", lambda r: r[FIXED][X.FIXED_LOSS_OVER_GD.format(size=8192)], "<", 1.05,
               "the paper's 8192-task curve reaches GD; 5% for the reduced training"),
+        Claim("fixed-data-aligns", "even with few fixed training tasks (512 and more) the trained layer aligns "
+              "with GD (smallest sensitivity cosine)", "Fig. 16, A.12", "oswald-fixed-data",
+              lambda r: r[FIXED][X.FIXED_MIN_COSINE], ">", 0.9,
+              "A.12: weights that 'align remarkably well' with GD; 0.9 is clearly aligned, below the 0.99 of "
+              "'about 1' since the source says approximately; median seed per size"),
+        Claim("layernorm-lower-alignment", "LayerNorm lowers the alignment with GD (sensitivity cosine)", "Fig. 14a",
+              "oswald-softmax", lambda r: r[SOFTMAX]["layernorm.cosine_median"], "<", 0.99,
+              "below the bar at which 1layer-cosine calls the alignment about 1; median seed"),
         Claim("layernorm-worse", "LayerNorm before attention loses performance against GD (loss / GD)", "Fig. 14",
               "oswald-softmax", lambda r: r[SOFTMAX][X.SOFTMAX_LOSS_OVER_GD.format(variant="layernorm")], ">", 1.01,
               "worse by more than 1%"),

@@ -65,7 +65,11 @@ DAMPING_MEDIAN = "{key}.{measure}_median"  # blog-dampening, key lambda_0_7 or l
 LSTM_BEST_COSINE_OVER_LSA = "lstm.best_cosine_over_lsa"  # blog-lstm
 BILSTM_COSINE_GAIN = "bilstm.cosine_gain_deepest_vs_1"
 BILSTM_OVER_LSTM = "bilstm_over_lstm.max_loss_ratio_depth_ge_2"
-BEST_LSTM_OVER_LSA = "best_lstm_loss_over_lsa"
+BEST_LSTM_OVER_LSA = "best_lstm_loss_over_lsa"  # best of the LSTMs and BiLSTMs
+BEST_UNI_LSTM_OVER_LSA = "best_unidirectional_lstm_loss_over_lsa"
+BILSTM_GAIN_DEEPEST_OVER_1 = "bilstm_over_lstm.deepest_over_1_layer"
+BILSTM_COSINE_GAIN_FROM_2 = "bilstm.cosine_gain_deepest_vs_2"
+BILSTM_BEST_COSINE = "bilstm.best_cosine"
 RATIO_CONTEXT = "max_consecutive_ratio_context"  # blog-scaling
 RATIO_DEPTH = "max_consecutive_ratio_depth"
 
@@ -314,6 +318,13 @@ def lstm(ctx: ExperimentContext) -> None:
     ctx.result(BILSTM_OVER_LSTM,
                max(med[b]["loss"] / med[u]["loss"] for u, b, k in zip(uni, bid, ks) if k >= 2))
     ctx.result(BEST_LSTM_OVER_LSA, min(med[n]["loss"] for n in uni + bid) / med["lsa-1"]["loss"])
+    ctx.result(BEST_UNI_LSTM_OVER_LSA, min(med[n]["loss"] for n in uni) / med["lsa-1"]["loss"])
+    ctx.result(BILSTM_GAIN_DEEPEST_OVER_1, (med[bid[-1]]["loss"] / med[uni[-1]]["loss"])
+               / (med[bid[0]]["loss"] / med[uni[0]]["loss"]))
+    two = [n for n, k in zip(bid, ks) if k == 2]
+    if two:
+        ctx.result(BILSTM_COSINE_GAIN_FROM_2, med[bid[-1]]["sensitivity_cosine"] - med[two[0]]["sensitivity_cosine"])
+    ctx.result(BILSTM_BEST_COSINE, max(med[n]["sensitivity_cosine"] for n in bid))
     ctx.report("LSTMs struggle to learn linear functions in context as well as transformers",
                f"loss (median seed): LSA {med['lsa-1']['loss']:.4f}, GD {gd_loss:.4f}, zero {zero_loss:.4f}; "
                + ", ".join(f"{n} {med[n]['loss']:.4f}" for n in uni + bid))

@@ -43,7 +43,11 @@ SINE_LOSS_RATIO_MAX = "loss_ratio_max"
 ZERO_LOSS = "zero_loss"  # oswald-sine and oswald-copy
 COPY_LOSS_OVER_GD1 = "{first}.loss_over_gd1_median"  # oswald-copy, first softmax or linear
 COPY_NEIGHBOUR_RATIO = "{first}.neighbour_over_others_final_median"
-COPY_GRADIENT_FIRST = "softmax.grad_before_loss_ratio_median"
+COPY_GRADIENT_FIRST = "softmax.grad_before_loss_ratio_median"  # halfway up / halfway down
+COPY_ONSET_FIRST = "softmax.grad_onset_over_loss_halfway_median"  # neighbour / others >= 3 / halfway down
+COPY_SPEED_SPREAD = "softmax.slowest_over_fastest_loss_halfway"
+#: "notably dependent" on the neighbour: its gradient this many times the others' (as copy-neighbour-gradient)
+NOTABLE_RATIO = 3.0
 
 EVAL_SEED = 20_231_100
 #: held-out tasks on the 201-point grid of the sine study's figures and distances
@@ -105,6 +109,7 @@ def sine(ctx: ExperimentContext) -> None:
     ctx.result("loss_ratio_median", median([max(r["tf_loss"] / r["gd_loss"], r["gd_loss"] / r["tf_loss"])
                                           for r in rows]))
     ctx.result(ZERO_LOSS, zero)
+    ctx.result("query_y_rms", _rms(ev.query_y))
     _sine_figures(ctx, tf_run, gd_run, on_grid)
     med = {k: median([r[k] for r in rows]) for k in rows[0] if k != "seed"}
     ctx.report("TF and the GD-on-MLP-features control reach similar loss (Fig. 4)",
@@ -211,6 +216,30 @@ def token_gradients(learner: Any, ep: Episodes) -> dict[str, float]:
     return {"self": float(self_.detach()), "neighbour": float(neigh.detach()), "others": float(others.detach())}
 
 
+def code_token_gradients(learner: Any, ep: Episodes) -> dict[str, float]:
+    """The official code's version of the same measure (its `analyse_copy`, read at google-research/
+    self-organising-systems 3d5547c, src/train.py:307-323): for every context token k but the last, the
+    gradient of the sum of layer 1's output at k with respect to the data part of every input token s
+    (x and y, not the position code), averaged over the tasks of `ep` before its norm is taken; "self"
+    is s = k, "neighbour" s = k + 1, "others" the sum over every s != k divided by T - 2."""
+    block = learner.model.layers[0]
+    tok = interleaved_tokens(ep).to(next(block.parameters()).dtype)
+    n_keys, d_data = 2 * ep.n_context, ep.dx + ep.dy
+
+    def summed(t: Tensor) -> Tensor:
+        return block(t.unsqueeze(0), n_keys)[0].sum(-1)  # (T,)
+
+    jac = torch.vmap(torch.func.jacrev(summed))(tok)[..., :d_data]  # (B, T, T, data)
+    norms = jac.mean(0).pow(2).sum(-1).sqrt()  # (T, T): [k, s], norm of the task-mean gradient
+    n_tok = norms.shape[0]
+    k = torch.arange(n_keys - 1)
+    self_ = norms[k, k].mean()
+    neigh = norms[k, k + 1].mean()
+    others = ((norms[k].sum(1) - norms[k, k]) / (n_tok - 2)).mean()
+    return {"code_self": float(self_.detach()), "code_neighbour": float(neigh.detach()),
+            "code_others": float(others.detach())}
+
+
 def _first_crossing(steps: list[int], values: list[float], level: float, below: bool) -> int:
     for st, v in zip(steps, values):
         if (v <= level) if below else (v >= level):
@@ -239,7 +268,7 @@ def copy(ctx: ExperimentContext) -> None:
         def measure(res: TrainResult) -> dict[str, float]:
             out = {}
             for s, learner in zip(res.config.seeds, seed_learners(res)):
-                g = token_gradients(learner, probe)
+                g = token_gradients(learner, probe) | code_token_gradients(learner, probe)
                 out |= {f"seed{s}.{k}": v for k, v in g.items()}
             return out
 
@@ -260,10 +289,17 @@ def copy(ctx: ExperimentContext) -> None:
             l0 = float(losses[i][0])
             t_loss = _first_crossing(loss_steps, list(losses[i]), (l0 + gd_loss) / 2, below=True)
             t_grad = _first_crossing(steps, neigh, neigh[0] + (neigh[-1] - neigh[0]) / 2, below=False)
+            notable = [r[f"seed{s}.neighbour"] / r[f"seed{s}.others"] for r in track]
+            t_onset = _first_crossing(steps, notable, NOTABLE_RATIO, below=False)
+            code = track[-1]
             row = {"first_layer": first, "seed": s, "loss": loss, "loss_over_gd1": loss / gd_loss,
                    "neighbour_grad_final": neigh[-1], "others_grad_final": track[-1][f"seed{s}.others"],
                    "self_grad_final": track[-1][f"seed{s}.self"], "loss_halfway_step": t_loss,
-                   "neighbour_grad_halfway_step": t_grad}
+                   "neighbour_grad_halfway_step": t_grad, "neighbour_over_others_initial": notable[0],
+                   "neighbour_notable_step": t_onset,
+                   "code_neighbour_grad_final": code[f"seed{s}.code_neighbour"],
+                   "code_others_grad_final": code[f"seed{s}.code_others"],
+                   "code_self_grad_final": code[f"seed{s}.code_self"]}
             rows.append(row)
             per_seed.append(row)
         summary[first] = per_seed
@@ -276,6 +312,13 @@ def copy(ctx: ExperimentContext) -> None:
             ratios = [r["neighbour_grad_halfway_step"] / r["loss_halfway_step"] for r in per_seed
                       if r["loss_halfway_step"] <= n_steps]
             ctx.result(COPY_GRADIENT_FIRST, median(ratios) if ratios else float("nan"))
+            dropped = [r for r in per_seed if r["loss_halfway_step"] <= n_steps]
+            ctx.result(COPY_ONSET_FIRST, median([r["neighbour_notable_step"] / r["loss_halfway_step"] for r in dropped])
+                       if dropped else float("nan"))
+            halfway = [r["loss_halfway_step"] for r in per_seed]
+            ctx.result(COPY_SPEED_SPREAD, max(halfway) / min(halfway))
+            ctx.result("softmax.code_neighbour_over_others_final_median",
+                       median([r["code_neighbour_grad_final"] / r["code_others_grad_final"] for r in per_seed]))
     for ax in axes:
         ax.set_xlabel("training step")
     axes[0].axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="1 step of GD")
@@ -303,6 +346,15 @@ def copy(ctx: ExperimentContext) -> None:
                f"final |d out_t/d in_t+1| / |d out_t/d in_other| median "
                f"{median([r['neighbour_grad_final'] / r['others_grad_final'] for r in sm]):.1f}; halfway steps "
                f"(gradient, loss) per seed: {[(r['neighbour_grad_halfway_step'], r['loss_halfway_step']) for r in sm]}")
+    ctx.report("the neighbour dependence becomes notable before the loss jumps to GD's",
+               f"step where |d out_t/d in_t+1| first reaches {NOTABLE_RATIO:g}x the others' (initial ratio) / step "
+               f"where the loss is halfway down, per seed: "
+               + ", ".join(f"{r['neighbour_notable_step']} ({r['neighbour_over_others_initial']:.2f}) / "
+                           f"{r['loss_halfway_step']}" for r in sm))
+    ctx.report("the official code's gradient measure (norm of the task-mean gradient of the summed output)",
+               "final neighbour / others per seed: "
+               + ", ".join(f"{r['code_neighbour_grad_final'] / r['code_others_grad_final']:.1f}" for r in sm)
+               + "; self " + ", ".join(f"{r['code_self_grad_final']:.2f}" for r in sm))
     ctx.report("a linear first layer could not be trained",
                f"loss / 1-step GD with a linear first layer: median {median([r['loss_over_gd1'] for r in li]):.3f}")
     ctx.note(f"Set-up: Dx = N = 10, interleaved tokens [x or 0; y or 0; one-hot position] (T = 21, D = 32), every "

@@ -51,13 +51,20 @@ KQ_ERROR_MEDIAN = "{tag}.kq_relative_error_median"
 INTERPOLATION_MAX_INCREASE = "max_relative_increase"  # oswald-interpolation
 OOD_MAX_DEVIATION = "max_relative_deviation_alpha_le_1_5"  # oswald-ood
 REPEAT_RATIO_WORST = "{key}.tf_final_over_first_worst_seed"  # oswald-repeat, key lambda_0_7 etc.
+REPEAT_Y_RATIO_MEDIAN = "{key}.y_only.tf_final_over_first_median"  # the official code's y-only roll-out
+OOD_INTERP_MAX_DEVIATION = "max_relative_deviation_interpolated_alpha_le_1_5"
+OOD_GD_DEGRADES = "gd_over_zero_input_scale_2_over_1"
 DEEP_MEDIAN = "{tag}.{measure}_median"  # oswald-deep, tag rec2 or five; measure tf_loss, pd_gd, pd_gdpp, ...
 DEEP_GD_LOSS = "{tag}.gd_loss"
 DEPTH_MAX_TF_OVER_GD = "max_tf_over_gd_depths_2_4"  # oswald-depth
+DEPTH_MAX_PD_RATIO = "max_pd_gdpp_over_pd_gd"
 KAPPA_RATIO = "median_kappa_ratio_at_gamma_tf"  # oswald-curvature
+GAMMA_TIMES_LAMBDA_MAX = "gamma_tf_times_lambda_max_p99"
 SOFTMAX_LOSS_OVER_GD = "{variant}.loss_over_gd_median"  # oswald-softmax: softmax1, softmax2, layernorm
 SLOWEST_TRANSITION = "h{heads}.slowest_transition"  # oswald-phase
+TRANSITION_SPREAD = "h{heads}.slowest_over_fastest_transition"
 FIXED_LOSS_OVER_GD = "size_{size}.loss_over_gd_median"  # oswald-fixed-data
+FIXED_MIN_COSINE = "min_cosine_median_size_ge_512"
 
 #: held-out tasks of each out-of-distribution point
 OOD_TASKS = Size(quick=2048, full=10_000)
@@ -200,7 +207,7 @@ def ood(ctx: ExperimentContext) -> None:
         kq_r, pv_r, _ = rescaled(*products(learner.model), task.dx)
         interp.append(TransformerLearner(stack_from_products((kq_gd + kq_r) / 2, (pv_gd + pv_r) / 2)))
     fig, axes = subplots(len(OOD_FAMILIES), width=3.2)
-    rows, devs = [], []
+    rows, devs, interp_devs, gd_over_zero = [], [], [], {}
     for ax, (fam, make) in zip(axes, OOD_FAMILIES.items()):
         tf_l, in_l, gd_l = [], [], []
         for i, a in enumerate(OOD_ALPHAS):
@@ -211,10 +218,14 @@ def ood(ctx: ExperimentContext) -> None:
             gd_l.append(g)
             tf_l.append(t)
             in_l.append(m)
+            zero = float(0.5 * (ev.query_y ** 2).sum(-1).mean())
             rows.append({"family": fam, "alpha": a, "gd_loss": g, "tf_loss_mean": float(np.mean(t)),
-                         "interpolated_loss_mean": float(np.mean(m))})
+                         "interpolated_loss_mean": float(np.mean(m)), "zero_loss": zero})
+            if fam == "input scale (uniform)":
+                gd_over_zero[a] = g / zero
             if a <= 1.5:
                 devs.append(abs(float(np.mean(t)) / g - 1))
+                interp_devs.append(abs(float(np.mean(m)) / g - 1))
         band(ax, OOD_ALPHAS, np.array(tf_l).T, "TF", COLORS["tf"])
         band(ax, OOD_ALPHAS, np.array(in_l).T, "interpolated", COLORS["interp"], linestyle=":")
         ax.plot(OOD_ALPHAS, gd_l, color=COLORS["gd"], linestyle="--", label="GD")
@@ -228,8 +239,14 @@ def ood(ctx: ExperimentContext) -> None:
     ctx.figure("ood", fig)
     ctx.table("ood", rows)
     ctx.result(OOD_MAX_DEVIATION, max(devs))
+    ctx.result(OOD_INTERP_MAX_DEVIATION, max(interp_devs))
+    ctx.result(OOD_GD_DEGRADES, gd_over_zero[2.0] / gd_over_zero[1.0])
     ctx.report("out of distribution the trained LSA performs equally to GD (Fig. 2, 6)",
-               f"largest |TF/GD - 1| over the five families for alpha <= 1.5: {max(devs):.2%}")
+               f"largest |TF/GD - 1| over the five families for alpha <= 1.5: {max(devs):.2%}; the interpolated "
+               f"model: {max(interp_devs):.2%}")
+    ctx.report("GD's own loss degrades quickly for larger inputs: its tuned eta is too large there (sec. 3)",
+               f"GD loss / zero-predictor loss at input scale 2: {gd_over_zero[2.0]:.3g}, at 1: "
+               f"{gd_over_zero[1.0]:.3g} (ratio {gd_over_zero[2.0] / gd_over_zero[1.0]:.3g})")
 
 
 # ---------------------------------------------------------------------------------------- repeating
@@ -246,8 +263,9 @@ def _step_losses(per_task: torch.Tensor, ep: Episodes) -> tuple[float, float, in
     return (finite if n_bad == 0 else float("inf")), finite, n_bad
 
 
-def _tf_curve(kq: torch.Tensor, pv: torch.Tensor, lam: float, ev: Episodes) -> list[tuple[float, float, int]]:
-    return [_step_losses(lt, ev) for lt in tf_repeat_losses(kq, pv, lam, ev, REPEATS)]
+def _tf_curve(kq: torch.Tensor, pv: torch.Tensor, lam: float, ev: Episodes,
+              update: str = "all") -> list[tuple[float, float, int]]:
+    return [_step_losses(lt, ev) for lt in tf_repeat_losses(kq, pv, lam, ev, REPEATS, update=update)]
 
 
 def _gd_curve(eta: float, ev: Episodes) -> list[tuple[float, float, int]]:
@@ -270,9 +288,24 @@ def repeat(ctx: ExperimentContext) -> None:
         gd_by[lam] = _gd_curve(gd.etas[0] * lam, ev)
         for t in range(REPEATS):
             for s, c in zip(res.config.seeds, tf_by[lam]):
-                rows.append({"lambda": lam, "step": t + 1, "seed": s, "tf_loss": c[t][0], "tf_loss_finite": c[t][1],
+                rows.append({"lambda": lam, "step": t + 1, "seed": s, "update": "all", "tf_loss": c[t][0],
+                             "tf_loss_finite": c[t][1],
                              "tf_diverged_tasks": c[t][2], "gd_loss": gd_by[lam][t][0],
                              "gd_diverged_tasks": gd_by[lam][t][2]})
+    y_only = {lam: [_tf_curve(kq, pv, lam, ev, update="y") for kq, pv in prods] for lam in (0.75, 1.0)}
+    for lam, cs in y_only.items():
+        key = f"lambda_{lam:g}".replace(".", "_")
+        ratios = [c[-1][0] / c[0][0] for c in cs]
+        ctx.result(REPEAT_Y_RATIO_MEDIAN.format(key=key), median(ratios))
+        ctx.result(f"{key}.y_only.tf_diverged_tasks_per_seed", [c[-1][2] for c in cs])
+        for s, c in zip(res.config.seeds, cs):
+            rows += [{"lambda": lam, "step": t + 1, "seed": s, "update": "y", "tf_loss": c[t][0],
+                      "tf_loss_finite": c[t][1], "tf_diverged_tasks": c[t][2], "gd_loss": gd_by[lam][t][0],
+                      "gd_diverged_tasks": gd_by[lam][t][2]} for t in range(REPEATS)]
+        ctx.report(f"the official code's roll-out (only y moves) with lambda = {lam:g} (Fig. 1)",
+                   f"TF loss after {REPEATS} / after 1 per seed, all {ev.batch_size} tasks: "
+                   + ", ".join(f"{x:.3g}" for x in ratios)
+                   + f"; diverged tasks per seed {[c[-1][2] for c in cs]}")
     for lam in (0.7, 0.75, 1.0):
         key = f"lambda_{lam:g}".replace(".", "_")
         first = [c[0][0] for c in tf_by[lam]]
@@ -300,6 +333,8 @@ def repeat(ctx: ExperimentContext) -> None:
              linestyle=style)
         axes[0].plot(steps, [x[1] for x in gd_by[lam]], color=COLORS["gd"], linestyle=style,
                      label=f"GD, eta*{lam:g}")
+    band(axes[0], steps, [[x[1] for x in c] for c in y_only[0.75]], "TF, lambda=0.75, only y moves (official code)",
+         COLORS["other"], linestyle="--")
     axes[0].set_yscale("log")
     axes[0].set_xlabel("number of applications")
     axes[0].set_ylabel("loss (mean over tasks)")
@@ -334,6 +369,7 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
         ctx.result(DEEP_MEDIAN.format(tag=tag, measure=k), median([r[k] for r in rows]))
     ctx.result(DEEP_GD_LOSS.format(tag=tag), gd_loss)
     ctx.result(f"{tag}.gdpp_loss", gdpp_loss)
+    ctx.result(f"{tag}.zero_loss", float(0.5 * (ev.query_y ** 2).sum(-1).mean()))
     ctx.result(f"{tag}.gdpp", gdpp.describe())
     return {"rows": rows, "gd": gd, "gdpp": gdpp}
 
@@ -404,6 +440,7 @@ def curvature(ctx: ExperimentContext) -> None:
     ctx.result("gamma_best", float(gammas[int(np.argmin(med))]))
     ctx.result(KAPPA_RATIO, float(kappa_tf.median() / kappa0.median()))
     ctx.result("lambda_max_p99", float(torch.quantile(lam.max(1).values, 0.99)))
+    ctx.result(GAMMA_TIMES_LAMBDA_MAX, g_tf * ctx.results["lambda_max_p99"])
     ctx.report("trained recurrent TFs choose gamma > 0 that lowers the condition number of the transformed "
                "Hessian (Fig. 13)", f"gamma read off the trained models {', '.join(f'{g:.4f}' for g in tf_gammas)}"
                f"; median condition number at the median gamma / untransformed = "
@@ -513,6 +550,8 @@ def phase(ctx: ExperimentContext) -> None:
         ax.legend(fontsize=6, ncol=2)
         ctx.result(f"h{heads}.transition_steps", trans)
         ctx.result(SLOWEST_TRANSITION.format(heads=heads), max(trans))
+        ctx.result(TRANSITION_SPREAD.format(heads=heads),
+                   max(trans) / min(trans) if np.isfinite(min(trans)) else float("nan"))
         ctx.report(f"{heads} head(s): training loss drops to GD at a seed-dependent step (Fig. 15)",
                    "first step within 5% of GD per seed: " + ", ".join(f"{t:g}" for t in trans))
     ctx.figure("phase", fig)
@@ -525,7 +564,7 @@ def phase(ctx: ExperimentContext) -> None:
 def fixed_data(ctx: ExperimentContext) -> None:
     sizes = [128, 512, 2048, 8192]
     ev = None
-    rows, ratios = [], {}
+    rows, ratios, cos_med = [], {}, {}
     fig, axes = subplots(2)
     for m in sizes:
         cfg = train_config(ctx, f"fixed-{m}", {"n_layers": 1}, (1500, 5000), train_set_size=m,
@@ -536,10 +575,13 @@ def fixed_data(ctx: ExperimentContext) -> None:
         gd = tune_gd(tune_tasks(ctx, task), 1)
         gd_loss = evaluate(gd, ev).mean
         losses = [evaluate(lr, ev).mean for lr in seed_learners(res)]
+        coss = [alignment(lr, gd, ev[:size(ctx, ALIGN_TASKS)])["sensitivity_cosine"].mean for lr in seed_learners(res)]
         ratios[m] = median([x / gd_loss for x in losses])
-        for s, x in zip(res.config.seeds, losses):
+        cos_med[m] = median(coss)
+        for s, x, c in zip(res.config.seeds, losses, coss):
             rows.append({"train_set_size": m, "seed": s, "held_out_loss": x, "gd_loss": gd_loss,
-                         "loss_over_gd": x / gd_loss})
+                         "loss_over_gd": x / gd_loss, "sensitivity_cosine": c})
+        ctx.result(f"size_{m}.cosine_median", cos_med[m])
         steps, ys = curves(res, "eval_loss")
         band(axes[0], steps, ys, f"{m} tasks", None)
         _, tr = curves(res, "train_loss")
@@ -553,6 +595,9 @@ def fixed_data(ctx: ExperimentContext) -> None:
     ctx.table("fixed_data", rows)
     ctx.report("with few training tasks the LSA overfits; with more it approaches GD (Fig. 16)",
                "held-out loss / GD (median seed): " + ", ".join(f"{m} tasks {ratios[m]:.3f}" for m in sizes))
+    ctx.result(FIXED_MIN_COSINE, min(cos_med[m] for m in sizes if m >= 512))
+    ctx.report("even with few training tasks the weights align with GD (A.12)",
+               "sensitivity cosine with GD (median seed): " + ", ".join(f"{m} tasks {cos_med[m]:.4f}" for m in sizes))
 
 
 # --------------------------------------------------------------------------------------- depths 2-4
@@ -591,6 +636,7 @@ def depth(ctx: ExperimentContext) -> None:
         ctx.result(f"gd_{k}_loss", g)
         ctx.result(f"gdpp_{k}_loss", gp)
     ctx.result(DEPTH_MAX_TF_OVER_GD, max(ctx.results[f"{n}.tf_over_gd"] for n in variants))
+    ctx.result(DEPTH_MAX_PD_RATIO, max(summary[n]["pd_gdpp"] / summary[n]["pd_gd"] for n in variants))
     ctx.report("deep LSA stacks outperform GD with as many steps, at every depth (Fig. 7, 8)",
                "TF / GD (median seed): " + ", ".join(f"{n} {ctx.results[n + '.tf_over_gd']:.3f}" for n in variants))
     ctx.report("and are described by GD++ (Fig. 7, 8)", "prediction difference to GD++ vs to GD: " + ", ".join(
