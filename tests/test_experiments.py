@@ -105,6 +105,19 @@ def test_markdown_table_marks_failures_and_escapes_pipes():
     assert format_markdown(rep).splitlines()[2] == "| a \\| b | Fig. 1 | 0.1235 | < 0.1 | **FAIL** |"
 
 
+def test_stricter_checks_are_marked_and_roles_validated():
+    c = Claim("w", "worst seed", "Fig. 0", "exp", lambda r: r["exp"]["v"], "<", 1.0, "", role="stricter")
+    checked = c.check({"exp": {"v": 0.5}})
+    assert checked["role"] == "stricter"
+    rep = {"claims": [checked], "quick": True, "seconds": 1.0}
+    assert "worst seed (stricter check)" in format_markdown(rep)
+    assert "w [stricter]: worst seed" in format_report(rep)
+    plain = Claim("x", "a claim", "Fig. 0", "exp", lambda r: r["exp"]["v"], "<", 1.0, "").check({"exp": {"v": 0.5}})
+    assert plain["role"] == "source" and "stricter" not in format_markdown({"claims": [plain]})
+    with pytest.raises(ValueError, match="role"):
+        Claim("z", "a claim", "Fig. 0", "exp", lambda r: 0.0, "<", 1.0, "", role="extra")
+
+
 def test_cli_list_and_bad_names(capsys):
     assert main(["list"]) == 0
     assert "oswald-repeat" in capsys.readouterr().out

@@ -51,6 +51,11 @@ def claims() -> list[Claim]:
               lambda r: r[REPEAT][X.REPEAT_Y_RATIO_MEDIAN.format(key="lambda_0_75")], "<", 1.0,
               "the official code repeats the layer with y_update=True and plots one seed's mean over all tasks "
               "(docs/reproduction-notes.md); median seed"),
+        Claim("repeat-0.75-follows-gd", "with dampening 0.75 the roll-out follows GD with eta * 0.75 (largest "
+              "|TF/GD - 1| of the mean loss over the 50 applications; only y moves)", "Fig. 1, A.6", "oswald-repeat",
+              lambda r: r[REPEAT]["lambda_0_75.y_only.max_relative_tf_gd_difference"], "<", 0.1,
+              "'an identical loss decrease of both GD and the Transformer': the 10% of the 'curves overlap' "
+              "claims; mean over the tasks that stay finite, median seed per step"),
         Claim("repeat-0.75-all-tokens", "the same when every channel of the tokens moves, worst seed",
               "Fig. 1, A.6", "oswald-repeat",
               lambda r: r[REPEAT][X.REPEAT_RATIO_WORST.format(key="lambda_0_75")], "<", 1.0,
@@ -73,6 +78,9 @@ def claims() -> list[Claim]:
               "(prediction difference to GD++ / to GD)", "Fig. 3", "oswald-deep",
               lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="pd_gdpp")] / r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="pd_gd")], "<", 1.0,
               "median seed"),
+        Claim("gdpp-speeds-up", "the data transformation of GD++ speeds up learning: 2-step GD++ / 2-step GD loss",
+              "sec. 2, Fig. 3", "oswald-deep", lambda r: r[DEEP]["rec2.gdpp_loss"] / r[DEEP][X.DEEP_GD_LOSS.format(tag="rec2")],
+              "<", 0.9, "sec. 2: 'substantial speed ups' for GD and the TF; at least 10% lower loss"),
         Claim("rec2-departs-from-gd", "the recurrent 2-layer LSA aligns better with GD++ than with GD (sensitivity "
               "cosine with GD / with GD++)", "Fig. 3a", "oswald-deep",
               lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="cos_gd")]
@@ -118,6 +126,10 @@ def claims() -> list[Claim]:
               "trained TFs (gamma * 99th percentile of the largest eigenvalue)", "Fig. 13", "oswald-curvature",
               lambda r: r["oswald-curvature"][X.GAMMA_TIMES_LAMBDA_MAX], "<", 1.0,
               "A.10: the spectrum stays inside [0, 1/gamma], where lambda (1 - gamma lambda)^2 is increasing"),
+        Claim("curvature-explodes", "beyond gamma of about 0.1 the condition number grows again (median condition "
+              "number at gamma = 0.2 / at 0)", "Fig. 13, A.10", "oswald-curvature",
+              lambda r: r["oswald-curvature"]["median_kappa_at_gamma_0_2_over_0"], ">", 1.0,
+              "Fig. 13: too large a gamma folds the spectrum and the condition number explodes"),
         Claim("softmax-1head-worse", "one softmax head is worse than GD (loss / GD)", "Fig. 11, 12",
               "oswald-softmax", lambda r: r[SOFTMAX][X.SOFTMAX_LOSS_OVER_GD.format(variant="softmax1")], ">", 1.01,
               "worse by more than 1% (beyond evaluation noise)"),

@@ -298,6 +298,9 @@ def repeat(ctx: ExperimentContext) -> None:
         ratios = [c[-1][0] / c[0][0] for c in cs]
         ctx.result(REPEAT_Y_RATIO_MEDIAN.format(key=key), median(ratios))
         ctx.result(f"{key}.y_only.tf_diverged_tasks_per_seed", [c[-1][2] for c in cs])
+        fin = np.median([[x[1] for x in c] for c in cs], axis=0)  # median seed's finite-task mean, per step
+        ctx.result(f"{key}.y_only.max_relative_tf_gd_difference",
+                   float(np.max(np.abs(fin / np.array([x[1] for x in gd_by[lam]]) - 1))))
         for s, c in zip(res.config.seeds, cs):
             rows += [{"lambda": lam, "step": t + 1, "seed": s, "update": "y", "tf_loss": c[t][0],
                       "tf_loss_finite": c[t][1], "tf_diverged_tasks": c[t][2], "gd_loss": gd_by[lam][t][0],
@@ -441,6 +444,7 @@ def curvature(ctx: ExperimentContext) -> None:
     ctx.result(KAPPA_RATIO, float(kappa_tf.median() / kappa0.median()))
     ctx.result("lambda_max_p99", float(torch.quantile(lam.max(1).values, 0.99)))
     ctx.result(GAMMA_TIMES_LAMBDA_MAX, g_tf * ctx.results["lambda_max_p99"])
+    ctx.result("median_kappa_at_gamma_0_2_over_0", med[-1] / med[0])
     ctx.report("trained recurrent TFs choose gamma > 0 that lowers the condition number of the transformed "
                "Hessian (Fig. 13)", f"gamma read off the trained models {', '.join(f'{g:.4f}' for g in tf_gammas)}"
                f"; median condition number at the median gamma / untransformed = "
