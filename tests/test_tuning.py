@@ -53,6 +53,11 @@ def test_per_step_and_gdpp_tuning_beat_constant_eta(tasks_half):
     gdpp = tune_gdpp(tune, 2)
     assert evaluate(gdpp, ev).mean < 0.9 * evaluate(tune_gd(tune, 2), ev).mean
     assert gdpp.gammas[0] > 0
+    shared = tune_gdpp(tune, 2, shared=True)  # one (eta, gamma) for both steps: between GD and per-step GD++
+    assert shared.name == "gdpp_shared" and shared.etas[0] == shared.etas[1] and shared.gammas[0] == shared.gammas[1]
+    assert shared.gammas[0] > 0
+    assert evaluate(gdpp, ev).mean <= evaluate(shared, ev).mean * 1.001
+    assert evaluate(shared, ev).mean < 0.95 * evaluate(tune_gd(tune, 2), ev).mean
 
 
 def test_baselines_reproduce_the_spec_ground_truth():

@@ -74,27 +74,32 @@ def claims() -> list[Claim]:
         Claim("rec2-beats-gd", "recurrent 2-layer LSA loss below 2 steps of GD (ratio)", "Fig. 3",
               "oswald-deep", lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="tf_loss")] / r[DEEP][X.DEEP_GD_LOSS.format(tag="rec2")],
               "<", 1.0, "median seed (a seed still on its plateau is reported in the tables)"),
-        Claim("rec2-matches-gdpp", "recurrent 2-layer matches GD++ better than 2-step GD "
-              "(prediction difference to GD++ / to GD)", "Fig. 3", "oswald-deep",
+        Claim("rec2-matches-gdpp", "recurrent 2-layer matches GD++ (one eta and gamma for both steps) better than "
+              "2-step GD (prediction difference to GD++ / to GD)", "Fig. 3", "oswald-deep",
+              lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="pd_gdpp_shared")] / r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="pd_gd")], "<", 1.0,
+              "sec. 3 tunes 'a single parameter' gamma and the official code shares eta and gamma over the "
+              "recurrent steps (gd_deq); median seed"),
+        Claim("rec2-matches-gdpp-per-step", "the same with GD++ tuned per step (prediction difference to GD++ / to "
+              "GD)", "Fig. 3", "oswald-deep",
               lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="pd_gdpp")] / r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="pd_gd")], "<", 1.0,
-              "median seed"),
+              "this claim's measure before issue 17: a GD++ with more freedom than a recurrent TF; median seed",
+              role="stricter"),
         Claim("gdpp-speeds-up", "the data transformation of GD++ speeds up learning: 2-step GD++ / 2-step GD loss",
               "sec. 2, Fig. 3", "oswald-deep", lambda r: r[DEEP]["rec2.gdpp_loss"] / r[DEEP][X.DEEP_GD_LOSS.format(tag="rec2")],
               "<", 0.9, "sec. 2: 'substantial speed ups' for GD and the TF; at least 10% lower loss"),
         Claim("rec2-departs-from-gd", "the recurrent 2-layer LSA aligns better with GD++ than with GD (sensitivity "
               "cosine with GD / with GD++)", "Fig. 3a", "oswald-deep",
               lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="cos_gd")]
-              / r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="cos_gdpp")], "<", 1.0,
+              / r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="cos_gdpp_shared")], "<", 1.0,
               "Fig. 3a: the alignment with plain GD falls while the model realigns with GD++; median seed"),
         Claim("rec2-realigns-gdpp", "the recurrent 2-layer LSA realigns with GD++ (sensitivity cosine)", "Fig. 3a",
-              "oswald-deep", lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="cos_gdpp")], ">", 0.99,
+              "oswald-deep", lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="cos_gdpp_shared")], ">", 0.99,
               "'realigns perfectly': the bar at which 1layer-cosine calls a cosine about 1; median seed"),
         Claim("rec2-matches-gdpp-loss", "the recurrent 2-layer LSA reaches GD++'s loss (|TF / GD++ - 1|)", "Fig. 3a",
               "oswald-deep", lambda r: abs(r[DEEP][X.DEEP_MEDIAN.format(tag="rec2", measure="tf_loss")]
-                                           / r[DEEP]["rec2.gdpp_loss"] - 1), "<", 0.1,
+                                           / r[DEEP]["rec2.gdpp_shared_loss"] - 1), "<", 0.1,
               "the loss curves overlap on a log axis: the 10% of every 'curves overlap' claim here (ood, "
-              "dampening-matches-gd); median seed. Our GD++ has an eta and gamma per step, the official one "
-              "shares them over the recurrent steps"),
+              "dampening-matches-gd); GD++ with one eta and gamma, as the official code; median seed"),
         Claim("five-beats-gd5", "5-layer LSA loss below 5-step GD (ratio)", "Fig. 3b, sec. 3", "oswald-deep",
               lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="tf_loss")] / r[DEEP][X.DEEP_GD_LOSS.format(tag="five")], "<", 1.0,
               "sec. 3: models with K layers 'generally outperform K steps of plain gradient descent' (this claim "

@@ -358,20 +358,30 @@ def repeat(ctx: ExperimentContext) -> None:
 
 # --------------------------------------------------------------------------------------- deep stacks
 def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes, tag: str) -> dict[str, Any]:
+    """TF vs GD and GD++ with `steps` steps; a recurrent model also vs GD++ with one (eta, gamma) shared by
+    every step (the official code's GD++ for recurrent models; measures named *_gdpp_shared)."""
     tune = tune_tasks(ctx, res.config.task)
     gd, gdpp = tune_gd(tune, steps), tune_gdpp(tune, steps)
-    gd_loss, gdpp_loss = evaluate(gd, ev).mean, evaluate(gdpp, ev).mean
+    refs = {"gd": gd, "gdpp": gdpp}
+    if res.config.model.recurrent:
+        refs["gdpp_shared"] = tune_gdpp(tune, steps, shared=True)
+    losses = {k: evaluate(v, ev).mean for k, v in refs.items()}
+    gd_loss, gdpp_loss = losses["gd"], losses["gdpp"]
     rows = []
     for s, lr in zip(res.config.seeds, seed_learners(res)):
-        a_gd, a_pp = alignment(lr, gd, ev[:size(ctx, ALIGN_TASKS)]), alignment(lr, gdpp, ev[:size(ctx, ALIGN_TASKS)])
-        rows.append({"model": tag, "seed": s, "tf_loss": evaluate(lr, ev).mean, "gd_loss": gd_loss,
-                     "gdpp_loss": gdpp_loss, "pd_gd": a_gd["prediction_difference"].mean,
-                     "pd_gdpp": a_pp["prediction_difference"].mean, "cos_gd": a_gd["sensitivity_cosine"].mean,
-                     "cos_gdpp": a_pp["sensitivity_cosine"].mean})
-    for k in ("tf_loss", "pd_gd", "pd_gdpp", "cos_gd", "cos_gdpp"):
+        row = {"model": tag, "seed": s, "tf_loss": evaluate(lr, ev).mean} | {f"{k}_loss": v for k, v in losses.items()}
+        for k, ref in refs.items():
+            al = alignment(lr, ref, ev[:size(ctx, ALIGN_TASKS)])
+            row[f"pd_{k}"] = al["prediction_difference"].mean
+            row[f"cos_{k}"] = al["sensitivity_cosine"].mean
+        rows.append(row)
+    for k in ["tf_loss"] + [f"{m}_{r}" for r in refs for m in ("pd", "cos")]:
         ctx.result(DEEP_MEDIAN.format(tag=tag, measure=k), median([r[k] for r in rows]))
     ctx.result(DEEP_GD_LOSS.format(tag=tag), gd_loss)
     ctx.result(f"{tag}.gdpp_loss", gdpp_loss)
+    if "gdpp_shared" in refs:
+        ctx.result(f"{tag}.gdpp_shared_loss", losses["gdpp_shared"])
+        ctx.result(f"{tag}.gdpp_shared", refs["gdpp_shared"].describe())
     ctx.result(f"{tag}.zero_loss", float(0.5 * (ev.query_y ** 2).sum(-1).mean()))
     ctx.result(f"{tag}.gdpp", gdpp.describe())
     return {"rows": rows, "gd": gd, "gdpp": gdpp}
@@ -393,7 +403,9 @@ def deep(ctx: ExperimentContext) -> None:
     ctx.report("recurrent 2-layer TF outperforms 2 steps of GD and matches GD++ (Fig. 3)",
                f"median TF loss {r['rec2.tf_loss_median']:.4f}; GD 2 steps {r['rec2.gd_loss']:.4f}; GD++ "
                f"{r['rec2.gdpp_loss']:.4f}; prediction difference to GD {r['rec2.pd_gd_median']:.3f} vs to GD++ "
-               f"{r['rec2.pd_gdpp_median']:.3f}; cosine {r['rec2.cos_gd_median']:.4f} vs {r['rec2.cos_gdpp_median']:.4f}")
+               f"{r['rec2.pd_gdpp_median']:.3f}; cosine {r['rec2.cos_gd_median']:.4f} vs {r['rec2.cos_gdpp_median']:.4f}"
+               f"; GD++ with one eta and gamma for both steps (the official code's): loss {r['rec2.gdpp_shared_loss']:.4f}, "
+               f"prediction difference {r['rec2.pd_gdpp_shared_median']:.3f}, cosine {r['rec2.cos_gdpp_shared_median']:.4f}")
     ctx.report("5-layer TF is matched by GD++ with per-layer eta and gamma (Fig. 3)",
                f"median TF loss {r['five.tf_loss_median']:.4f}; GD 5 steps {r['five.gd_loss']:.4f}; GD++ "
                f"{r['five.gdpp_loss']:.4f}; prediction difference to GD {r['five.pd_gd_median']:.3f} vs to GD++ "

@@ -102,20 +102,28 @@ def tune_gd(ep: Episodes, steps: int, per_step: bool = False, max_iter: int = 20
     return GD(etas.tolist(), steps, name="gd_per_step")
 
 
-def tune_gdpp(ep: Episodes, steps: int, max_iter: int = 300) -> GDPlusPlus:
-    """K-step GD++ with per-step eta and gamma tuned by L-BFGS on `ep`, from the tuned GD etas, gamma 0."""
+def tune_gdpp(ep: Episodes, steps: int, max_iter: int = 300, shared: bool = False) -> GDPlusPlus:
+    """K-step GD++ with eta and gamma tuned by L-BFGS on `ep`, from the tuned GD etas and gamma 0: one
+    (eta, gamma) per step, or with `shared` one pair for every step (as the official code of source 000
+    tunes GD++ for its recurrent models: `gd_deq`, constructed_token_setup notebook)."""
     ep64 = ep.to(dtype=torch.float64)
-    start = torch.tensor(tune_gd(ep, steps, per_step=True).etas, dtype=torch.float64)
+    if shared:
+        eta = tune_gd(ep, steps).etas[0]
+        start = torch.full((1,), eta, dtype=torch.float64)
+    else:
+        start = torch.tensor(tune_gd(ep, steps, per_step=True).etas, dtype=torch.float64)
     # search in scale-free units: eta_k = start_k * exp(u_k), gamma_k = v_k / c with c the mean eigenvalue
     # of X X^T, so the search behaves the same whatever the input range
     c = float((ep64.context_x ** 2).sum((1, 2)).mean()) / ep64.dx
 
     def learner(p: list[Tensor]) -> GDPlusPlus:
-        return GDPlusPlus(start * torch.exp(p[0]), p[1] / c, steps)
+        return GDPlusPlus((start * torch.exp(p[0])).expand(steps), (p[1] / c).expand(steps), steps)
 
-    u, v = _lbfgs(lambda p: _loss(learner(p), ep64), [torch.zeros(steps, dtype=torch.float64)] * 2, max_iter)
+    n = len(start)
+    u, v = _lbfgs(lambda p: _loss(learner(p), ep64), [torch.zeros(n, dtype=torch.float64)] * 2, max_iter)
     best = learner([u, v])
-    return GDPlusPlus([float(e) for e in best.etas], [float(g) for g in best.gammas], steps)
+    return GDPlusPlus([float(e) for e in best.etas], [float(g) for g in best.gammas], steps,
+                      name="gdpp_shared" if shared else "gdpp")
 
 
 def _lbfgs(loss_fn: Callable[[list[Tensor]], Tensor], init: list[Tensor], max_iter: int) -> list[Tensor]:
