@@ -116,3 +116,22 @@ def test_feature_lsa_control_is_the_gd_construction_on_mlp_features():
     manual = -t[:, n:] + 0.4 / n * (m[:, n:] @ m[:, :n].transpose(1, 2)) @ t[:, :n]
     assert (control.predict(ep) - manual).abs().max() < 1e-12
     assert torch.equal(control.initial_prediction(ep), -t[:, n:])
+
+
+def test_official_code_init_and_fixed_eta_of_the_sine_models():
+    from icgd.learners.deep import FeatureLSA
+    from icgd.train.config import build_config
+    from icgd.train.models import trainable_names
+
+    m = FeatureLSA(d_embed=40, mlp_init_scale=0.002, generator=make_generator(0), dtype=torch.float64)
+    w = m.mlp[0].weight.detach()
+    assert float(m.mlp[0].bias.abs().max()) == 0.0 and float(m.mlp[2].bias.abs().max()) == 0.0
+    std = (0.002 / 40) ** 0.5  # truncation at 2 std leaves 0.88 of it
+    assert 0.84 * std < float(w.std()) < 0.92 * std and float(w.abs().max()) <= 2 * std + 1e-12
+    default = FeatureLSA(d_embed=40, generator=make_generator(0), dtype=torch.float64)
+    assert float(default.mlp[0].weight.detach().std()) > 5 * float(w.std())  # torch's default is far larger
+    code = {"kind": "mlp_lsa", "gd_control": True, "learn_eta": False}
+    cfg = build_config({"name": "c", "task": {"kind": "sine"}, "model": code})
+    assert "eta" not in trainable_names(cfg)
+    cfg = build_config({"name": "c", "task": {"kind": "sine"}, "model": {"kind": "mlp_lsa", "gd_control": True}})
+    assert "eta" in trainable_names(cfg)

@@ -51,7 +51,8 @@ class Claim:
 
 #: the suites' names as `icgd verify --help` lists them without importing every source (a test checks that
 #: this equals the registered suites)
-SUITE_NAMES = ("oswald", "oswald-nonlinear", "oswald-copy", "blog", "categorical", "dai", "momentum")
+SUITE_NAMES = ("oswald", "oswald-nonlinear", "oswald-sine-code", "oswald-copy", "blog", "categorical", "dai",
+               "momentum")
 
 #: every registered suite by name (filled as the claim modules are imported; `icgd.claims.runner` imports them)
 SUITES: dict[str, Callable[[], list[Claim]]] = {}

@@ -30,6 +30,21 @@ from icgd.nn.hooks import HookPoints
 from icgd.tokens import concat_tokens
 
 
+def _variance_scaling_(lin: nn.Linear, scale: float, generator: torch.Generator | None) -> None:
+    """Truncated normal (at 2 std) with std sqrt(scale / fan_in) and zero bias: the init of the official code
+    of source 000 (haiku VarianceScaling(scale), whose std is not corrected for the truncation)."""
+    with torch.no_grad():
+        std = math.sqrt(scale / lin.in_features)
+        w = torch.empty_like(lin.weight).normal_(generator=generator)
+        bad = w.abs() > 2
+        while bad.any():  # redraw the tail
+            w[bad] = torch.empty(int(bad.sum()), dtype=w.dtype, device=w.device).normal_(generator=generator)
+            bad = w.abs() > 2
+        lin.weight.copy_(w * std)
+        if lin.bias is not None:
+            lin.bias.zero_()
+
+
 def _uniform_(lin: nn.Linear, generator: torch.Generator | None) -> None:
     """torch's default Linear init, drawn from `generator`."""
     bound = 1 / math.sqrt(lin.in_features)
@@ -49,7 +64,7 @@ class FeatureLSA(nn.Module):
     def __init__(self, dx: int = 1, dy: int = 1, d_embed: int = 40, mlp_ratio: int = 4, gd_control: bool = False,
                  eta_init: float = 0.1, attention_init_std: float | None = None, dtype: torch.dtype = torch.float32,
                  device: torch.device | str | None = None, generator: torch.Generator | None = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None, mlp_init_scale: float | None = None, learn_eta: bool = True) -> None:
         super().__init__()
         if d_embed <= dy:
             raise ValueError(f"d_embed={d_embed} must exceed Dy={dy}")
@@ -61,10 +76,13 @@ class FeatureLSA(nn.Module):
                                  nn.Linear(mlp_ratio * d_embed, d_embed, **kw))
         if device is None or torch.device(device).type != "meta":
             for lin in (self.embed, self.mlp[0], self.mlp[2]):
-                _uniform_(lin, generator)
+                if mlp_init_scale is None:
+                    _uniform_(lin, generator)
+                else:
+                    _variance_scaling_(lin, mlp_init_scale, generator)
         self.hooks = HookPoints()
         if gd_control:
-            self.eta = nn.Parameter(torch.tensor(float(eta_init), **kw))
+            self.eta = nn.Parameter(torch.tensor(float(eta_init), **kw), requires_grad=learn_eta)
             self.attn = None
         else:
             std = attention_init_std if attention_init_std is not None else math.sqrt(0.002 / d_embed)

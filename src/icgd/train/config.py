@@ -84,6 +84,10 @@ class FeatureLSAConfig(_Strict):
     eta_init: float = Field(0.1, description="initial eta of the GD control")
     init_scale: float | None = Field(None, gt=0, description="attention init std = sqrt(init_scale / d_embed); "
                                                              "default 0.002")
+    mlp_init_scale: float | None = Field(
+        None, gt=0, description="embedding and MLP init: null = torch's default uniform; s = truncated normal with "
+                                "std sqrt(s / fan_in) and zero biases (the official code's VarianceScaling(s))")
+    learn_eta: bool = Field(True, description="the GD control learns its eta (false: eta stays at eta_init)")
 
     @property
     def n_layers(self) -> int:

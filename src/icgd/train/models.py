@@ -44,7 +44,8 @@ def build_module(config: TrainConfig, dtype: torch.dtype = torch.float32, device
     if isinstance(m, FeatureLSAConfig):
         std = None if m.init_scale is None else (m.init_scale / m.d_embed) ** 0.5
         return FeatureLSA(config.task.dx, config.task.dy, m.d_embed, m.mlp_ratio, m.gd_control, m.eta_init, std,
-                          dtype=dtype, device=device, generator=generator)
+                          dtype=dtype, device=device, generator=generator, mlp_init_scale=m.mlp_init_scale,
+                          learn_eta=m.learn_eta)
     if isinstance(m, KernelGDConfig):
         biases = {"none": None, "tied": "tied", "free": m.eta_init}[m.constant_head]
         return KernelGD(m.kernel, m.eta_init, m.n_layers, config.task.dy, biases=biases, kernel_params=m.kernel_init,
