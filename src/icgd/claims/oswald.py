@@ -100,6 +100,10 @@ def claims() -> list[Claim]:
                                            / r[DEEP]["rec2.gdpp_shared_loss"] - 1), "<", 0.1,
               "the loss curves overlap on a log axis: the 10% of every 'curves overlap' claim here (ood, "
               "dampening-matches-gd); GD++ with one eta and gamma, as the official code; median seed"),
+        Claim("rec2-ood-matches-gdpp", "out of distribution the recurrent 2-layer LSA equals its GD++ (alpha <= 1.5, "
+              "five families)", "Fig. 3a, Fig. 6b, A.2", "oswald-deep",
+              lambda r: r[DEEP][X.DEEP_OOD.format(tag="rec2")], "<", 0.1,
+              "'almost identical behaviour' for recurrent models: the 10% of ood; seed mean, as ood"),
         Claim("five-beats-gd5", "5-layer LSA loss below 5-step GD (ratio)", "Fig. 3b, sec. 3", "oswald-deep",
               lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="tf_loss")] / r[DEEP][X.DEEP_GD_LOSS.format(tag="five")], "<", 1.0,
               "sec. 3: models with K layers 'generally outperform K steps of plain gradient descent' (this claim "
@@ -116,6 +120,10 @@ def claims() -> list[Claim]:
               "(prediction difference ratio)", "Fig. 3", "oswald-deep",
               lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="pd_gdpp")] / r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="pd_gd")], "<", 1.0,
               "median seed"),
+        Claim("five-ood-near-gdpp", "out of distribution the 5-layer LSA stays near its GD++ (alpha <= 1.5, five "
+              "families)", "Fig. 6c, A.2", "oswald-deep", lambda r: r[DEEP][X.DEEP_OOD.format(tag="five")], "<", 0.2,
+              "A.2: 'remarkably similar' to GD++ though 'the match for deeper architectures starts to become "
+              "worse': twice the 10% of ood; seed mean"),
         Claim("depths-closer-to-gdpp", "every depth variant is closer to GD++ than to GD with as many steps "
               "(largest prediction difference to GD++ / to GD)", "Fig. 7, 8", "oswald-depth",
               lambda r: r["oswald-depth"][X.DEPTH_MAX_PD_RATIO], "<", 1.0,

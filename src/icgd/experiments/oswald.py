@@ -56,6 +56,7 @@ OOD_INTERP_MAX_DEVIATION = "max_relative_deviation_interpolated_alpha_le_1_5"
 OOD_GD_DEGRADES = "gd_over_zero_input_scale_2_over_1"
 DEEP_MEDIAN = "{tag}.{measure}_median"  # oswald-deep, tag rec2 or five; measure tf_loss, pd_gd, pd_gdpp, ...
 DEEP_GD_LOSS = "{tag}.gd_loss"
+DEEP_OOD = "{tag}.ood_max_relative_deviation_vs_gdpp_alpha_le_1_5"
 DEPTH_MAX_TF_OVER_GD = "max_tf_over_gd_depths_2_4"  # oswald-depth
 DEPTH_MAX_PD_RATIO = "max_pd_gdpp_over_pd_gd"
 KAPPA_RATIO = "median_kappa_ratio_at_gamma_tf"  # oswald-curvature
@@ -384,7 +385,7 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
         ctx.result(f"{tag}.gdpp_shared", refs["gdpp_shared"].describe())
     ctx.result(f"{tag}.zero_loss", float(0.5 * (ev.query_y ** 2).sum(-1).mean()))
     ctx.result(f"{tag}.gdpp", gdpp.describe())
-    return {"rows": rows, "gd": gd, "gdpp": gdpp}
+    return {"rows": rows} | refs
 
 
 @register("oswald-deep", "recurrent 2-layer and 5-layer LSA vs GD and GD++ (Fig. 3, 7, 8)",
@@ -427,6 +428,46 @@ def deep(ctx: ExperimentContext) -> None:
                ("loss", "||y_TF - y_GD++||", "cosine"))
     ctx.figure("deep", fig)
     ctx.table("deep", rows)
+    _deep_ood(ctx, task, {"rec2": (rec, out_rec["gdpp_shared"]), "five": (five, out_five["gdpp"])})
+
+
+def _deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainResult, Any]]) -> None:
+    """The deep models against their GD++ on the out-of-distribution families of `oswald-ood` (Fig. 6b, 6c;
+    A.2): mean loss over seeds, and the largest |TF / GD++ - 1| for alpha <= 1.5 (DEEP_OOD)."""
+    learners = {tag: seed_learners(res) for tag, (res, _) in models.items()}
+    fig, axes = subplots(len(OOD_FAMILIES), width=3.2)
+    rows, devs = [], {tag: [] for tag in models}
+    for ax, (fam, make) in zip(axes, OOD_FAMILIES.items()):
+        curves_ = {tag: ([], []) for tag in models}
+        for i, a in enumerate(OOD_ALPHAS):
+            ev = eval_tasks(ctx, make(task, a), EVAL_SEED + i, OOD_TASKS)
+            for tag, (_, ref) in models.items():
+                g = evaluate(ref, ev).mean
+                t = float(np.mean([evaluate(lr, ev).mean for lr in learners[tag]]))
+                curves_[tag][0].append(t)
+                curves_[tag][1].append(g)
+                rows.append({"model": tag, "family": fam, "alpha": a, "tf_loss_mean": t, "gdpp_loss": g})
+                if a <= 1.5:
+                    devs[tag].append(abs(t / g - 1))
+        for (tag, (t, g)), color in zip(curves_.items(), (COLORS["tf"], COLORS["other"])):
+            ax.plot(OOD_ALPHAS, t, color=color, marker="o", markersize=3, label=f"{tag} TF (seed mean)")
+            ax.plot(OOD_ALPHAS, g, color=color, linestyle="--", label=f"{tag}: its GD++")
+        ax.set_yscale("log")
+        tf_max = max((v for t, _ in curves_.values() for v in t if np.isfinite(v)), default=None)
+        if tf_max is not None and tf_max > 0:
+            ax.set_ylim(top=100 * tf_max)  # a diverging reference would flatten every other curve
+        ax.set_xlabel("alpha")
+        ax.set_title(fam)
+        ax.axvline(1.0, color="grey", linewidth=0.5)
+    axes[0].set_ylabel("loss (a diverging GD++ leaves the top)")
+    axes[0].legend(fontsize=6)
+    fig.suptitle("recurrent 2-layer (vs GD++ with one eta, gamma) and 5-layer (vs per-layer GD++) out of distribution")
+    ctx.figure("deep_ood", fig)
+    ctx.table("deep_ood", rows)
+    for tag, d in devs.items():
+        ctx.result(DEEP_OOD.format(tag=tag), max(d))
+    ctx.report("deep TFs behave 'remarkably similar' to GD++ out of distribution, less so with depth (A.2, Fig. 6)",
+               "largest |TF/GD++ - 1| for alpha <= 1.5: " + ", ".join(f"{t} {max(d):.2%}" for t, d in devs.items()))
 
 
 # ------------------------------------------------------------------------------------------ curvature
