@@ -128,6 +128,9 @@ def claims() -> list[Claim]:
               "(largest prediction difference to GD++ / to GD)", "Fig. 7, 8", "oswald-depth",
               lambda r: r["oswald-depth"][X.DEPTH_MAX_PD_RATIO], "<", 1.0,
               "sec. 3: their behaviour is 'well described' by GD++; median seed of each model"),
+        Claim("depths-ood-near-gdpp", "out of distribution the depth 2-4 stacks stay near GD++ with as many steps "
+              "(largest over models, alpha <= 1.5)", "Fig. 7, A.2", "oswald-depth",
+              lambda r: r["oswald-depth"][X.DEPTH_OOD_MAX], "<", 0.2, "as five-ood-near-gdpp; seed mean"),
         Claim("depths-beat-gd", "LSA stacks of depth 2-4 (recurrent or not; in full mode also 4 heads with MLPs) "
               "beat GD with as many steps (largest TF / GD loss)", "Fig. 7, 8", "oswald-depth",
               lambda r: r["oswald-depth"][X.DEPTH_MAX_TF_OVER_GD], "<", 1.0, "median seed of each model"),

@@ -59,6 +59,7 @@ DEEP_GD_LOSS = "{tag}.gd_loss"
 DEEP_OOD = "{tag}.ood_max_relative_deviation_vs_gdpp_alpha_le_1_5"
 DEPTH_MAX_TF_OVER_GD = "max_tf_over_gd_depths_2_4"  # oswald-depth
 DEPTH_MAX_PD_RATIO = "max_pd_gdpp_over_pd_gd"
+DEPTH_OOD_MAX = "ood_max_relative_deviation_vs_gdpp_alpha_le_1_5"
 KAPPA_RATIO = "median_kappa_ratio_at_gamma_tf"  # oswald-curvature
 GAMMA_TIMES_LAMBDA_MAX = "gamma_tf_times_lambda_max_p99"
 SOFTMAX_LOSS_OVER_GD = "{variant}.loss_over_gd_median"  # oswald-softmax: softmax1, softmax2, layernorm
@@ -428,12 +429,16 @@ def deep(ctx: ExperimentContext) -> None:
                ("loss", "||y_TF - y_GD++||", "cosine"))
     ctx.figure("deep", fig)
     ctx.table("deep", rows)
-    _deep_ood(ctx, task, {"rec2": (rec, out_rec["gdpp_shared"]), "five": (five, out_five["gdpp"])})
+    _deep_ood(ctx, task, {"rec2": (rec, out_rec["gdpp_shared"]), "five": (five, out_five["gdpp"])}, "deep_ood",
+              "recurrent 2-layer (vs GD++ with one eta, gamma) and 5-layer (vs per-layer GD++) out of distribution")
 
 
-def _deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainResult, Any]]) -> None:
-    """The deep models against their GD++ on the out-of-distribution families of `oswald-ood` (Fig. 6b, 6c;
-    A.2): mean loss over seeds, and the largest |TF / GD++ - 1| for alpha <= 1.5 (DEEP_OOD)."""
+def _deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainResult, Any]], name: str,
+              title: str) -> dict[str, float]:
+    """The deep models against their GD++ on the out-of-distribution families of `oswald-ood` (Fig. 6b, 6c,
+    7; A.2): mean loss over seeds, and the largest |TF / GD++ - 1| for alpha <= 1.5 (result DEEP_OOD, also
+    returned by model); figure and table `name`."""
+    palette = [COLORS["tf"], COLORS["other"], COLORS["gdpp"], COLORS["interp"], COLORS["gd"], "#8c564b", "#e377c2"]
     learners = {tag: seed_learners(res) for tag, (res, _) in models.items()}
     fig, axes = subplots(len(OOD_FAMILIES), width=3.2)
     rows, devs = [], {tag: [] for tag in models}
@@ -449,7 +454,7 @@ def _deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainRe
                 rows.append({"model": tag, "family": fam, "alpha": a, "tf_loss_mean": t, "gdpp_loss": g})
                 if a <= 1.5:
                     devs[tag].append(abs(t / g - 1))
-        for (tag, (t, g)), color in zip(curves_.items(), (COLORS["tf"], COLORS["other"])):
+        for (tag, (t, g)), color in zip(curves_.items(), palette):
             ax.plot(OOD_ALPHAS, t, color=color, marker="o", markersize=3, label=f"{tag} TF (seed mean)")
             ax.plot(OOD_ALPHAS, g, color=color, linestyle="--", label=f"{tag}: its GD++")
         ax.set_yscale("log")
@@ -461,13 +466,14 @@ def _deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainRe
         ax.axvline(1.0, color="grey", linewidth=0.5)
     axes[0].set_ylabel("loss (a diverging GD++ leaves the top)")
     axes[0].legend(fontsize=6)
-    fig.suptitle("recurrent 2-layer (vs GD++ with one eta, gamma) and 5-layer (vs per-layer GD++) out of distribution")
-    ctx.figure("deep_ood", fig)
-    ctx.table("deep_ood", rows)
+    fig.suptitle(title)
+    ctx.figure(name, fig)
+    ctx.table(name, rows)
     for tag, d in devs.items():
         ctx.result(DEEP_OOD.format(tag=tag), max(d))
-    ctx.report("deep TFs behave 'remarkably similar' to GD++ out of distribution, less so with depth (A.2, Fig. 6)",
+    ctx.report("deep TFs behave 'remarkably similar' to GD++ out of distribution, less so with depth (A.2, Fig. 6, 7)",
                "largest |TF/GD++ - 1| for alpha <= 1.5: " + ", ".join(f"{t} {max(d):.2%}" for t, d in devs.items()))
+    return {tag: max(d) for tag, d in devs.items()}
 
 
 # ------------------------------------------------------------------------------------------ curvature
@@ -667,17 +673,18 @@ def depth(ctx: ExperimentContext) -> None:
     if not ctx.quick:  # the MLP model trains on the slower generic path: full mode only
         variants["layers-2-heads4-mlp"] = ({"n_layers": 2, "n_heads": 4, "mlp": True}, 2)
     ev = None
-    rows, summary = [], {}
-    refs: dict[int, tuple[float, float, Any, Any]] = {}
+    rows, summary, runs = [], {}, {}
+    refs: dict[tuple[int, bool], tuple[float, float, Any, Any]] = {}
     for name, (model, k) in variants.items():
-        res = ctx.train(f"depth-{name}", train_config(ctx, f"depth-{name}", model, (2000, 10000)))
+        res = runs[name] = ctx.train(f"depth-{name}", train_config(ctx, f"depth-{name}", model, (2000, 10000)))
         task = res.config.task
         ev = eval_tasks(ctx, task) if ev is None else ev
-        if k not in refs:
+        recurrent = bool(model.get("recurrent"))
+        if (k, recurrent) not in refs:  # a recurrent model's GD++ shares one (eta, gamma), as the official code's
             tune = tune_tasks(ctx, task)
-            gd, gdpp = tune_gd(tune, k), tune_gdpp(tune, k)
-            refs[k] = (evaluate(gd, ev).mean, evaluate(gdpp, ev).mean, gd, gdpp)
-        gd_loss, gdpp_loss, gd, gdpp = refs[k]
+            gd, gdpp = tune_gd(tune, k), tune_gdpp(tune, k, shared=recurrent)
+            refs[k, recurrent] = (evaluate(gd, ev).mean, evaluate(gdpp, ev).mean, gd, gdpp)
+        gd_loss, gdpp_loss, gd, gdpp = refs[k, recurrent]
         per = []
         for s, lr in zip(res.config.seeds, seed_learners(res)):
             a_gd, a_pp = alignment(lr, gd, ev[:size(ctx, ALIGN_TASKS)]), alignment(lr, gdpp, ev[:size(ctx, ALIGN_TASKS)])
@@ -689,11 +696,15 @@ def depth(ctx: ExperimentContext) -> None:
         for key, v in summary[name].items():
             ctx.result(f"{name}.{key}_median", v)
         ctx.result(f"{name}.tf_over_gd", summary[name]["tf_loss"] / gd_loss)
-    for k, (g, gp, _, _) in refs.items():
+    for (k, recurrent), (g, gp, _, _) in refs.items():
         ctx.result(f"gd_{k}_loss", g)
-        ctx.result(f"gdpp_{k}_loss", gp)
+        ctx.result(f"gdpp{'_shared' if recurrent else ''}_{k}_loss", gp)
     ctx.result(DEPTH_MAX_TF_OVER_GD, max(ctx.results[f"{n}.tf_over_gd"] for n in variants))
     ctx.result(DEPTH_MAX_PD_RATIO, max(summary[n]["pd_gdpp"] / summary[n]["pd_gd"] for n in variants))
+    ood = _deep_ood(ctx, task, {n: (runs[n], refs[variants[n][1], n.startswith("recurrent")][3]) for n in variants},
+                    "depth_ood", "LSA stacks of depth 2-4 vs GD++ with as many steps (one eta, gamma when recurrent), "
+                    "out of distribution (Fig. 7)")
+    ctx.result(DEPTH_OOD_MAX, max(ood.values()))
     ctx.report("deep LSA stacks outperform GD with as many steps, at every depth (Fig. 7, 8)",
                "TF / GD (median seed): " + ", ".join(f"{n} {ctx.results[n + '.tf_over_gd']:.3f}" for n in variants))
     ctx.report("and are described by GD++ (Fig. 7, 8)", "prediction difference to GD++ vs to GD: " + ", ".join(
@@ -709,8 +720,11 @@ def depth(ctx: ExperimentContext) -> None:
     if "layers-2-heads4-mlp" in summary:
         axes[0].plot([2], [summary["layers-2-heads4-mlp"]["tf_loss"]], marker="*", markersize=10, linestyle="",
                      color=COLORS["interp"], label="2 layers, 4 heads, MLP")
-    axes[0].plot(ks, [refs[k][0] for k in ks], color=COLORS["gd"], linestyle="--", marker="s", label="GD")
-    axes[0].plot(ks, [refs[k][1] for k in ks], color=COLORS["gdpp"], linestyle="--", marker="s", label="GD++")
+    axes[0].plot(ks, [refs[k, False][0] for k in ks], color=COLORS["gd"], linestyle="--", marker="s", label="GD")
+    axes[0].plot(ks, [refs[k, False][1] for k in ks], color=COLORS["gdpp"], linestyle="--", marker="s",
+                 label="GD++ (per step)")
+    axes[0].plot(ks, [refs[k, True][1] for k in ks], color=COLORS["gdpp"], linestyle=":", marker="s",
+                 label="GD++ (one eta, gamma)")
     axes[0].set_yscale("log")
     label_axes(axes, ("held-out loss (median seed)", "prediction difference (median seed)"),
                ("loss", "||y_TF - y_ref||"), xlabel="depth (layers or steps)")
