@@ -65,6 +65,13 @@ def claims() -> list[Claim]:
         Claim("bilstm-cosine-below-1", "the BiLSTMs' cosine with GD does not reach 1 (largest over depths)",
               "'Is this behavior unique to transformers?'", LSTM, lambda r: r[LSTM][X.BILSTM_BEST_COSINE], "<", 0.99,
               "below the bar at which 1layer-cosine calls a cosine about 1; median seeds"),
+        Claim("tf-matches-gd-across-n", "the 1-layer LSA equals one tuned GD step at every context size N = 5, 10, "
+              "20, 40 (largest |TF / GD - 1|)", "source 000 sec. 3: 'a wide range of hyperparameters'", SCALE,
+              lambda r: r[SCALE][X.TF_GD_GAP_ACROSS_N], "<", 0.01, "the 1% of 1layer-loss; median seeds"),
+        Claim("tf-learns-well", "linear transformers learn linear functions in context well (1-layer LSA loss / "
+              "zero predictor at N = 10)", "'Pre-training setup'", SCALE, lambda r: r[SCALE][X.TF_OVER_ZERO_N10],
+              "<", 0.6, "'well': most of one GD step's gain over predicting 0 (one tuned step reaches about 0.50 "
+              "of the zero predictor's loss at Dx = N = 10, x ~ U(-1, 1): 0.831 / 1.648 in the README); median seed"),
         Claim("loss-falls-with-n", "test loss falls as the context size grows (largest ratio of consecutive "
               "N = 5, 10, 20, 40)", "'Pre-training setup'", SCALE,
               lambda r: r[SCALE][X.RATIO_CONTEXT], "<", 1.0, "every increase of N; median seeds"),

@@ -30,6 +30,10 @@ def claims() -> list[Claim]:
               "(mean |y_TF - y_GD| / GD's RMS error)", "Fig. 2", ONE,
               lambda r: r[ONE]["a1.prediction_difference_max"] / (2 * r[ONE]["a1.gd_loss"]) ** 0.5, "<", 0.1,
               "an order of magnitude below GD's own error; worst seed"),
+        Claim("1layer-sensitivity-l2", "the L2 distance between the sensitivities of trained LSA and GD is about 0 "
+              "(relative to the norm of GD's sensitivity)", "Fig. 2", ONE,
+              lambda r: r[ONE]["a1.sensitivity_l2_max_over_gd_norm"], "<", 0.1,
+              "as 1layer-prediction-difference: an order of magnitude below the quantity compared; worst seed"),
         Claim("1layer-pv-weights", "rescaled trained P W_V (y row) equals the construction (relative error)", "Fig. 9",
               ONE, lambda r: r[ONE]["a1.pv_relative_error_median"], "<", 0.1, "as 1layer-weights"),
         Claim("interpolation", "the interpolation path stays within 1% of GD loss", "A.3, Fig. 2",

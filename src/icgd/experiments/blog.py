@@ -72,6 +72,8 @@ BILSTM_COSINE_GAIN_FROM_2 = "bilstm.cosine_gain_deepest_vs_2"
 BILSTM_BEST_COSINE = "bilstm.best_cosine"
 RATIO_CONTEXT = "max_consecutive_ratio_context"  # blog-scaling
 RATIO_DEPTH = "max_consecutive_ratio_depth"
+TF_GD_GAP_ACROSS_N = "max_relative_gap_tf_gd_over_context_sizes"
+TF_OVER_ZERO_N10 = "n10.tf_over_zero_loss"
 
 ETA_SEED = 20_240_100
 #: independent task sets of the learning-rate study, and tasks in each
@@ -416,6 +418,8 @@ def scaling(ctx: ExperimentContext) -> None:
         ctx.result(f"n{n}.tf_trained_at_10_loss_median", rec["tf10_loss"])
     ns = CONTEXT_SIZES
     ctx.result(RATIO_CONTEXT, max(by_n[b]["tf_loss"] / by_n[a]["tf_loss"] for a, b in zip(ns, ns[1:])))
+    ctx.result(TF_GD_GAP_ACROSS_N, max(abs(by_n[n]["tf_loss"] / by_n[n]["gd_loss"] - 1) for n in ns))
+    ctx.result(TF_OVER_ZERO_N10, by_n[10]["tf_loss"] / by_n[10]["zero_loss"])
     ctx.report("the test loss decreases as the context size increases",
                "TF loss (median seed) / GD: " + ", ".join(
                    f"N={n} {by_n[n]['tf_loss']:.4f} / {by_n[n]['gd_loss']:.4f}" for n in ns))

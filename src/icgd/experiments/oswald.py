@@ -87,10 +87,15 @@ def one_layer(ctx: ExperimentContext) -> None:
         gd = tune_gd(tune_tasks(ctx, task), 1)
         gd_loss = evaluate(gd, ev).mean
         tag = f"a{a:g}"
-        gaps, coss, pds, kq_errs, pv_errs = [], [], [], [], []
+        gaps, coss, pds, kq_errs, pv_errs, l2s = [], [], [], [], [], []
+        al_ev = ev[:size(ctx, ALIGN_TASKS)]
+        # GD's sensitivity d y_GD / d x_q = (eta / N) X^T y: the scale against which the L2 distance is read
+        gd_sens = float(((gd.etas[0] / task.n_context) * (al_ev.context_x.transpose(1, 2) @ al_ev.context_y))
+                        .norm(dim=(1, 2)).mean())
         for s, learner in zip(res.config.seeds, seed_learners(res)):
             loss = evaluate(learner, ev).mean
-            al = alignment(learner, gd, ev[:size(ctx, ALIGN_TASKS)])
+            al = alignment(learner, gd, al_ev)
+            l2s.append(al["sensitivity_l2"].mean)
             kq, pv = products(learner.model)
             kq_r, pv_r, beta = rescaled(kq, pv, task.dx)
             kq_gd, pv_gd = gd_products(task.dx, task.dy, gd.etas[0], task.n_context)
@@ -111,6 +116,7 @@ def one_layer(ctx: ExperimentContext) -> None:
         ctx.result(f"{tag}.prediction_difference_max", max(pds))
         ctx.result(KQ_ERROR_MEDIAN.format(tag=tag), median(kq_errs))
         ctx.result(f"{tag}.pv_relative_error_median", median(pv_errs))
+        ctx.result(f"{tag}.sensitivity_l2_max_over_gd_norm", max(l2s) / gd_sens)
         ctx.result(f"{tag}.gd_loss", gd_loss)
         ctx.result(f"{tag}.gd_eta", gd.etas[0])
         ctx.report(f"x ~ U(-{a:g}, {a:g}): trained LSA loss equals one tuned GD step (Fig. 2)",
