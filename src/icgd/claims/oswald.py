@@ -164,6 +164,11 @@ def claims() -> list[Claim]:
               "/ of two)", "Fig. 12, A.9", "oswald-softmax",
               lambda r: r[SOFTMAX]["softmax1.cosine_median"] / r[SOFTMAX]["softmax2.cosine_median"], "<", 1.0,
               "A.9: 'very much improved alignment'; median seed"),
+        Claim("softmax-heads-cancel", "in the two-head softmax layer the off-diagonal terms of the heads' scaled "
+              "W_K^T W_Q cancel in their sum (norm of the sum's / mean of the heads')", "Fig. 11, A.9", "oswald-softmax",
+              lambda r: r[SOFTMAX][X.SOFTMAX_HEADS_CANCEL], "<", 0.2,
+              "'an almost perfect cancellation': the sum keeps less than a fifth of a head's off-diagonal mass; "
+              "median seed"),
         Claim("phase-seed-dependent", "with one head the phase transition comes at a seed-dependent step (slowest "
               "/ fastest seed's step)", "Fig. 15, A.11", "oswald-phase",
               lambda r: r["oswald-phase"][X.TRANSITION_SPREAD.format(heads=1)], ">", 1.5,

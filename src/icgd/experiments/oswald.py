@@ -31,6 +31,7 @@ from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.transformer import TransformerLearner
 from icgd.learners.tuning import tune_gd, tune_gdpp
 from icgd.metrics import alignment, evaluate
+from icgd.nn.attention import attention_products
 from icgd.plots import COLORS, band, heatmap, label_axes, subplots
 from icgd.readoff import (
     divergence_cap,
@@ -63,6 +64,7 @@ DEPTH_OOD_MAX = "ood_max_relative_deviation_vs_gdpp_alpha_le_1_5"
 KAPPA_RATIO = "median_kappa_ratio_at_gamma_tf"  # oswald-curvature
 GAMMA_TIMES_LAMBDA_MAX = "gamma_tf_times_lambda_max_p99"
 SOFTMAX_LOSS_OVER_GD = "{variant}.loss_over_gd_median"  # oswald-softmax: softmax1, softmax2, layernorm
+SOFTMAX_HEADS_CANCEL = "softmax2.offdiagonal_sum_over_heads_median"
 SLOWEST_TRANSITION = "h{heads}.slowest_transition"  # oswald-phase
 TRANSITION_SPREAD = "h{heads}.slowest_over_fastest_transition"
 FIXED_LOSS_OVER_GD = "size_{size}.loss_over_gd_median"  # oswald-fixed-data
@@ -573,6 +575,8 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
         for ax, key in ((axes[0], "eval_loss"), (axes[1], "sensitivity_cosine")):
             steps, ys = curves(res, key)
             band(ax, steps, ys, name, color, per_seed=True)
+        if keys[name] == "softmax2":
+            _softmax_heads(ctx, res)
     r = ctx.results
     ctx.report("one softmax head cannot match GD; two heads nearly do (Fig. 11, 12)",
                f"loss / GD (median over seeds): 1 head {r['softmax1.loss_over_gd_median']:.3f}, 2 heads "
@@ -584,6 +588,33 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
     label_axes(axes, ("loss", "sensitivity cosine with GD"), ("loss", "cosine"))
     ctx.figure("softmax_layernorm", fig)
     ctx.table("softmax_layernorm", rows)
+
+
+def _softmax_heads(ctx: ExperimentContext, res: TrainResult) -> None:
+    """Fig. 11 (A.9): per head h, M_h = (W_K^T W_Q)_h / s_h (s_h its softmax temperature) times the last
+    diagonal entry of (P W_V)_h; the off-diagonal entries of M_1 + M_2 almost cancel. Result: the Frobenius
+    norm of the sum's off-diagonal part over the mean of the heads' (median seed), and a figure of seed 0."""
+    ratios, mats = [], []
+    for lr in seed_learners(res):
+        attn = lr.model.layers[0].attn
+        kq, pv = attention_products(attn.w_q.detach(), attn.w_k.detach(), attn.w_v.detach(), attn.w_o.detach())
+        s = attn.kernel_params.detach()[:, 0]
+        m = kq / s[:, None, None] * pv[:, -1, -1][:, None, None]  # (H, D, D)
+        off = ~torch.eye(m.shape[-1], dtype=torch.bool)
+        ratios.append(float(m.sum(0)[off].norm() / torch.stack([mh[off].norm() for mh in m]).mean()))
+        mats.append(m)
+    ctx.result(SOFTMAX_HEADS_CANCEL, median(ratios))
+    ctx.report("two softmax heads: the off-diagonal terms of the heads' scaled W_K^T W_Q cancel in their sum (Fig. 11)",
+               "Frobenius norm of the sum's off-diagonal part / mean of the heads' (per seed): "
+               + ", ".join(f"{x:.3f}" for x in ratios))
+    m = mats[0].double().numpy()
+    fig, axes = subplots(3, width=3.0, height=2.8)
+    vmax = float(np.abs(m).max())
+    heatmap(axes[0], m[0], "head 1", vmax)
+    heatmap(axes[1], m[1], "head 2", vmax)
+    heatmap(axes[2], m.sum(0), "sum of the heads", vmax)
+    fig.suptitle(f"seed {res.config.seeds[0]}: W_K^T W_Q / s per head, scaled by the head's (P W_V)[y, y]")
+    ctx.figure("softmax_heads", fig)
 
 
 # ------------------------------------------------------------------------------- phase transitions
