@@ -104,6 +104,10 @@ def claims() -> list[Claim]:
                                            / r[DEEP]["rec2.gdpp_shared_loss"] - 1), "<", 0.1,
               "the loss curves overlap on a log axis: the 10% of every 'curves overlap' claim here (ood, "
               "dampening-matches-gd); GD++ with one eta and gamma, as the official code; median seed"),
+        Claim("rec2-interpolates-to-gdpp", "the recurrent 2-layer weights interpolate to the GD++ construction "
+              "with its gamma without a loss increase (largest loss on the path / larger endpoint - 1)",
+              "A.3, Fig. 3", "oswald-deep", lambda r: r[DEEP][X.REC2_INTERPOLATION], "<", 0.01,
+              "as interpolation (1%); worst seed"),
         Claim("rec2-ood-matches-gdpp", "out of distribution the recurrent 2-layer LSA equals its GD++ (alpha <= 1.5, "
               "five families)", "Fig. 3a, Fig. 6b, A.2", "oswald-deep",
               lambda r: r[DEEP][X.DEEP_OOD.format(tag="rec2")], "<", 0.1,

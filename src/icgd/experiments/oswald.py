@@ -28,6 +28,7 @@ from icgd.experiments.common import (
     tune_tasks,
 )
 from icgd.experiments.registry import ExperimentContext, register
+from icgd.constructions import gdpp_weights
 from icgd.learners.transformer import TransformerLearner
 from icgd.learners.tuning import tune_gd, tune_gdpp
 from icgd.metrics import alignment, evaluate
@@ -58,6 +59,7 @@ OOD_GD_DEGRADES = "gd_over_zero_input_scale_2_over_1"
 DEEP_MEDIAN = "{tag}.{measure}_median"  # oswald-deep, tag rec2 or five; measure tf_loss, pd_gd, pd_gdpp, ...
 DEEP_GD_LOSS = "{tag}.gd_loss"
 DEEP_OOD = "{tag}.ood_max_relative_deviation_vs_gdpp_alpha_le_1_5"
+REC2_INTERPOLATION = "rec2.interpolation_to_gdpp_max_increase"
 DEPTH_MAX_TF_OVER_GD = "max_tf_over_gd_depths_2_4"  # oswald-depth
 DEPTH_MAX_PD_RATIO = "max_pd_gdpp_over_pd_gd"
 DEPTH_OOD_MAX = "ood_max_relative_deviation_vs_gdpp_alpha_le_1_5"
@@ -437,8 +439,31 @@ def deep(ctx: ExperimentContext) -> None:
                ("loss", "||y_TF - y_GD++||", "cosine"))
     ctx.figure("deep", fig)
     ctx.table("deep", rows)
+    _rec2_interpolation(ctx, rec, out_rec["gdpp_shared"], ev)
     _deep_ood(ctx, task, {"rec2": (rec, out_rec["gdpp_shared"]), "five": (five, out_five["gdpp"])}, "deep_ood",
               "recurrent 2-layer (vs GD++ with one eta, gamma) and 5-layer (vs per-layer GD++) out of distribution")
+
+
+def _rec2_interpolation(ctx: ExperimentContext, rec: TrainResult, gdpp: Any, ev: Episodes) -> None:
+    """A.3 for the recurrent 2-layer model: the line from the GD++ construction with its one (eta, gamma)
+    to the rescaled trained products; result REC2_INTERPOLATION = largest loss on the path over the larger
+    endpoint's, minus 1 (worst seed)."""
+    task = rec.config.task
+    w = gdpp_weights(task.dx, task.dy, gdpp.etas[0], gdpp.gammas[0], task.n_context)
+    kq_pp, pv_pp = w["w_k"][0].T @ w["w_q"][0], w["w_o"][0] @ w["w_v"][0]
+    alphas = np.linspace(0, 1, 11)
+    worst, rows = [], []
+    for s, lr in zip(rec.config.seeds, seed_learners(rec)):
+        kq_r, pv_r, _ = rescaled(*products(lr.model), task.dx)
+        losses = [evaluate(TransformerLearner(stack_from_products((1 - a) * kq_pp + a * kq_r, (1 - a) * pv_pp + a * pv_r,
+                                                                  n_layers=2, recurrent=True)), ev).mean for a in alphas]
+        worst.append(max(losses) / max(losses[0], losses[-1]) - 1)
+        rows += [{"seed": s, "alpha": float(a), "loss": x} for a, x in zip(alphas, losses)]
+    ctx.result(REC2_INTERPOLATION, max(worst))
+    ctx.table("rec2_interpolation", rows)
+    ctx.report("the recurrent TF's weights interpolate to the GD++ construction with its gamma without a loss "
+               "increase (A.3)", "largest loss on the path / larger endpoint - 1, per seed: "
+               + ", ".join(f"{x:+.3%}" for x in worst))
 
 
 def _deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainResult, Any]], name: str,
