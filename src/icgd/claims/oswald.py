@@ -157,6 +157,14 @@ def claims() -> list[Claim]:
         Claim("softmax-1head-worse", "one softmax head is worse than GD (loss / GD)", "Fig. 11, 12",
               "oswald-softmax", lambda r: r[SOFTMAX][X.SOFTMAX_LOSS_OVER_GD.format(variant="softmax1")], ">", 1.01,
               "worse by more than 1% (beyond evaluation noise)"),
+        Claim("softmax-lr-no-help", "tuning the learning rate makes no significant difference to one softmax head "
+              "(largest / smallest loss over Adam lr 3e-4, 1e-3, 3e-3)", "A.9", "oswald-softmax",
+              lambda r: r[SOFTMAX][X.SOFTMAX_LR_SPREAD], "<", 1.05,
+              "'no significant difference over the hyperparameters': within 5% (the tolerance of 'reaches GD' "
+              "claims); median seed per lr"),
+        Claim("softmax-1head-worse-any-lr", "at its best learning rate one softmax head is still worse than GD (loss "
+              "/ GD)", "A.9", "oswald-softmax", lambda r: r[SOFTMAX][X.SOFTMAX_BEST_LR], ">", 1.01,
+              "as softmax-1head-worse, for the best of the three learning rates"),
         Claim("softmax-2heads-closer", "two softmax heads come closer to GD than one (ratio of their losses)",
               "Fig. 11, 12", "oswald-softmax",
               lambda r: r[SOFTMAX][X.SOFTMAX_LOSS_OVER_GD.format(variant="softmax2")]
@@ -196,6 +204,9 @@ def claims() -> list[Claim]:
         Claim("layernorm-lower-alignment", "LayerNorm lowers the alignment with GD (sensitivity cosine)", "Fig. 14a",
               "oswald-softmax", lambda r: r[SOFTMAX]["layernorm.cosine_median"], "<", 0.99,
               "below the bar at which 1layer-cosine calls the alignment about 1; median seed"),
+        Claim("layernorm-heads-no-help", "with LayerNorm a second head does not help substantially (|loss with 2 "
+              "heads / with 1 - 1|)", "A.9", "oswald-softmax", lambda r: r[SOFTMAX][X.LN_HEADS_CHANGE], "<", 0.1,
+              "'including more heads does not help substantially': less than 10% change; median seeds"),
         Claim("layernorm-worse", "LayerNorm before attention loses performance against GD (loss / GD)", "Fig. 14",
               "oswald-softmax", lambda r: r[SOFTMAX][X.SOFTMAX_LOSS_OVER_GD.format(variant="layernorm")], ">", 1.01,
               "worse by more than 1%"),

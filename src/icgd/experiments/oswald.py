@@ -67,6 +67,9 @@ KAPPA_RATIO = "median_kappa_ratio_at_gamma_tf"  # oswald-curvature
 GAMMA_TIMES_LAMBDA_MAX = "gamma_tf_times_lambda_max_p99"
 SOFTMAX_LOSS_OVER_GD = "{variant}.loss_over_gd_median"  # oswald-softmax: softmax1, softmax2, layernorm
 SOFTMAX_HEADS_CANCEL = "softmax2.offdiagonal_sum_over_heads_median"
+SOFTMAX_LR_SPREAD = "softmax1.loss_over_gd_max_over_min_across_lr"
+SOFTMAX_BEST_LR = "softmax1.loss_over_gd_best_lr"
+LN_HEADS_CHANGE = "layernorm.two_heads_relative_change"
 SLOWEST_TRANSITION = "h{heads}.slowest_transition"  # oswald-phase
 TRANSITION_SPREAD = "h{heads}.slowest_over_fastest_transition"
 FIXED_LOSS_OVER_GD = "size_{size}.loss_over_gd_median"  # oswald-fixed-data
@@ -577,13 +580,21 @@ def curvature(ctx: ExperimentContext) -> None:
 def softmax_layernorm(ctx: ExperimentContext) -> None:
     variants = {"softmax, 1 head": {"n_layers": 1, "kernel": "softmax"},
                 "softmax, 2 heads": {"n_layers": 1, "kernel": "softmax", "n_heads": 2},
-                "LayerNorm + LSA": {"n_layers": 1, "layer_norm": True}}
-    keys = {"softmax, 1 head": "softmax1", "softmax, 2 heads": "softmax2", "LayerNorm + LSA": "layernorm"}
+                "LayerNorm + LSA": {"n_layers": 1, "layer_norm": True},
+                # A.9: tuning the learning rate makes no significant difference to one softmax head
+                "softmax, 1 head, lr 3e-4": {"n_layers": 1, "kernel": "softmax"},
+                "softmax, 1 head, lr 3e-3": {"n_layers": 1, "kernel": "softmax"},
+                # A.9: with LayerNorm more heads do not help substantially
+                "LayerNorm + LSA, 2 heads": {"n_layers": 1, "layer_norm": True, "n_heads": 2}}
+    keys = {"softmax, 1 head": "softmax1", "softmax, 2 heads": "softmax2", "LayerNorm + LSA": "layernorm",
+            "softmax, 1 head, lr 3e-4": "softmax1-lr3e-4", "softmax, 1 head, lr 3e-3": "softmax1-lr3e-3",
+            "LayerNorm + LSA, 2 heads": "layernorm2"}
+    lrs = {"softmax1-lr3e-4": 3e-4, "softmax1-lr3e-3": 3e-3}
     fig, axes = subplots(2)
     rows = []
     gd_loss = None
     for name, model in variants.items():
-        res = ctx.train(keys[name], train_config(ctx, keys[name], model, (2000, 8000)))
+        res = ctx.train(keys[name], train_config(ctx, keys[name], model, (2000, 8000), lr=lrs.get(keys[name], 1e-3)))
         task = res.config.task
         ev = eval_tasks(ctx, task)
         gd = tune_gd(tune_tasks(ctx, task), 1)
@@ -596,13 +607,25 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
                          "loss_over_gd": losses[-1] / gd_loss, "sensitivity_cosine": coss[-1]})
         ctx.result(SOFTMAX_LOSS_OVER_GD.format(variant=keys[name]), median([x / gd_loss for x in losses]))
         ctx.result(f"{keys[name]}.cosine_median", median(coss))
-        color = {"softmax1": COLORS["tf"], "softmax2": COLORS["other"], "layernorm": COLORS["interp"]}[keys[name]]
+        color = {"softmax1": COLORS["tf"], "softmax2": COLORS["other"], "layernorm": COLORS["interp"]}.get(keys[name])
+        if color is None:  # the lr and head-count variants are in the table, not in the figure
+            continue
         for ax, key in ((axes[0], "eval_loss"), (axes[1], "sensitivity_cosine")):
             steps, ys = curves(res, key)
             band(ax, steps, ys, name, color, per_seed=True)
         if keys[name] == "softmax2":
             _softmax_heads(ctx, res)
     r = ctx.results
+    by_lr = [r[SOFTMAX_LOSS_OVER_GD.format(variant=v)] for v in ("softmax1-lr3e-4", "softmax1", "softmax1-lr3e-3")]
+    ctx.result(SOFTMAX_LR_SPREAD, max(by_lr) / min(by_lr))
+    ctx.result(SOFTMAX_BEST_LR, min(by_lr))
+    ctx.result(LN_HEADS_CHANGE, abs(r[SOFTMAX_LOSS_OVER_GD.format(variant="layernorm2")]
+                                    / r[SOFTMAX_LOSS_OVER_GD.format(variant="layernorm")] - 1))
+    ctx.report("one softmax head: tuning the learning rate makes no significant difference (A.9)",
+               "loss / GD (median seed) at Adam lr 3e-4, 1e-3, 3e-3: " + ", ".join(f"{x:.3f}" for x in by_lr))
+    ctx.report("with LayerNorm, more heads do not help substantially (A.9)",
+               f"loss / GD with 1 head {r['layernorm.loss_over_gd_median']:.3f}, with 2 heads "
+               f"{r['layernorm2.loss_over_gd_median']:.3f}")
     ctx.report("one softmax head cannot match GD; two heads nearly do (Fig. 11, 12)",
                f"loss / GD (median over seeds): 1 head {r['softmax1.loss_over_gd_median']:.3f}, 2 heads "
                f"{r['softmax2.loss_over_gd_median']:.3f}")
