@@ -104,7 +104,7 @@ def sine(ctx: ExperimentContext) -> None:
 @register("oswald-sine-code", "the sine study in the official code's set-up: A ~ U(0.1, 0.5) with a coupled "
           "phase, batch 2048, 20,000 steps, small init, the control's eta fixed at 0.1 (Fig. 4)",
           "source 000, Fig. 4; self-organising-systems non_linear_regression.ipynb", quick_minutes=60.0,
-          full_minutes=900.0)
+          full_minutes=1440.0)
 def sine_code(ctx: ExperimentContext) -> None:
     """The official set-up is heavy on a CPU (batch 2048, generic training path): 0.48 s per seed-step for the
     TF and 0.23 s for the control, measured on the 2-core machine while two other jobs ran, so about an hour
