@@ -29,6 +29,7 @@ from icgd.experiments.common import (
 )
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.constructions import gdpp_weights
+from icgd.learners.explicit import ZeroPredictor
 from icgd.learners.transformer import TransformerLearner
 from icgd.learners.tuning import tune_gd, tune_gdpp
 from icgd.metrics import alignment, evaluate
@@ -238,7 +239,7 @@ def ood(ctx: ExperimentContext) -> None:
             gd_l.append(g)
             tf_l.append(t)
             in_l.append(m)
-            zero = float(0.5 * (ev.query_y ** 2).sum(-1).mean())
+            zero = evaluate(ZeroPredictor(), ev).mean
             rows.append({"family": fam, "alpha": a, "gd_loss": g, "tf_loss_mean": float(np.mean(t)),
                          "interpolated_loss_mean": float(np.mean(m)), "zero_loss": zero})
             if fam == "input scale (uniform)":
@@ -292,6 +293,14 @@ def _gd_curve(eta: float, ev: Episodes) -> list[tuple[float, float, int]]:
     return [_step_losses(lt, ev) for lt in gd_repeat_losses(eta, ev, REPEATS)]
 
 
+def _repeat_rows(lam: float, update: str, seeds: list[int], tf: list[list[tuple[float, float, int]]],
+                 gd: list[tuple[float, float, int]]) -> list[dict[str, Any]]:
+    """Table rows of one roll-out: per application (step) and seed, the TF's and GD's curves."""
+    return [{"lambda": lam, "step": t + 1, "seed": s, "update": update, "tf_loss": c[t][0], "tf_loss_finite": c[t][1],
+             "tf_diverged_tasks": c[t][2], "gd_loss": gd[t][0], "gd_diverged_tasks": gd[t][2]}
+            for t in range(REPEATS) for s, c in zip(seeds, tf)]
+
+
 @register("oswald-repeat", "the trained layer and GD applied 50 times with dampening lambda (Fig. 1, 10)",
           "source 000, A.6, Fig. 1, Fig. 10; source 001", quick_minutes=0.3, full_minutes=1.0)
 def repeat(ctx: ExperimentContext) -> None:
@@ -306,12 +315,7 @@ def repeat(ctx: ExperimentContext) -> None:
     for lam in LAMBDAS:
         tf_by[lam] = [_tf_curve(kq, pv, lam, ev) for kq, pv in prods]
         gd_by[lam] = _gd_curve(gd.etas[0] * lam, ev)
-        for t in range(REPEATS):
-            for s, c in zip(res.config.seeds, tf_by[lam]):
-                rows.append({"lambda": lam, "step": t + 1, "seed": s, "update": "all", "tf_loss": c[t][0],
-                             "tf_loss_finite": c[t][1],
-                             "tf_diverged_tasks": c[t][2], "gd_loss": gd_by[lam][t][0],
-                             "gd_diverged_tasks": gd_by[lam][t][2]})
+        rows += _repeat_rows(lam, "all", res.config.seeds, tf_by[lam], gd_by[lam])
     y_only = {lam: [_tf_curve(kq, pv, lam, ev, update="y") for kq, pv in prods] for lam in (0.75, 1.0)}
     for lam, cs in y_only.items():
         key = f"lambda_{lam:g}".replace(".", "_")
@@ -321,10 +325,7 @@ def repeat(ctx: ExperimentContext) -> None:
         fin = np.median([[x[1] for x in c] for c in cs], axis=0)  # median seed's finite-task mean, per step
         ctx.result(f"{key}.y_only.max_relative_tf_gd_difference",
                    float(np.max(np.abs(fin / np.array([x[1] for x in gd_by[lam]]) - 1))))
-        for s, c in zip(res.config.seeds, cs):
-            rows += [{"lambda": lam, "step": t + 1, "seed": s, "update": "y", "tf_loss": c[t][0],
-                      "tf_loss_finite": c[t][1], "tf_diverged_tasks": c[t][2], "gd_loss": gd_by[lam][t][0],
-                      "gd_diverged_tasks": gd_by[lam][t][2]} for t in range(REPEATS)]
+        rows += _repeat_rows(lam, "y", res.config.seeds, cs, gd_by[lam])
         ctx.report(f"the official code's roll-out (only y moves) with lambda = {lam:g} (Fig. 1)",
                    f"TF loss after {REPEATS} / after 1 per seed, all {ev.batch_size} tasks: "
                    + ", ".join(f"{x:.3g}" for x in ratios)
@@ -402,7 +403,7 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
     if "gdpp_shared" in refs:
         ctx.result(f"{tag}.gdpp_shared_loss", losses["gdpp_shared"])
         ctx.result(f"{tag}.gdpp_shared", refs["gdpp_shared"].describe())
-    ctx.result(f"{tag}.zero_loss", float(0.5 * (ev.query_y ** 2).sum(-1).mean()))
+    ctx.result(f"{tag}.zero_loss", evaluate(ZeroPredictor(), ev).mean)
     ctx.result(f"{tag}.gdpp", gdpp.describe())
     return {"rows": rows} | refs
 
@@ -740,8 +741,9 @@ def fixed_data(ctx: ExperimentContext) -> None:
         ev = eval_tasks(ctx, task) if ev is None else ev
         gd = tune_gd(tune_tasks(ctx, task), 1)
         gd_loss = evaluate(gd, ev).mean
-        losses = [evaluate(lr, ev).mean for lr in seed_learners(res)]
-        coss = [alignment(lr, gd, ev[:size(ctx, ALIGN_TASKS)])["sensitivity_cosine"].mean for lr in seed_learners(res)]
+        learners = seed_learners(res)
+        losses = [evaluate(lr, ev).mean for lr in learners]
+        coss = [alignment(lr, gd, ev[:size(ctx, ALIGN_TASKS)])["sensitivity_cosine"].mean for lr in learners]
         ratios[m] = median([x / gd_loss for x in losses])
         cos_med[m] = median(coss)
         for s, x, c in zip(res.config.seeds, losses, coss):
