@@ -19,6 +19,10 @@ def test_every_claim_reads_a_result_its_experiments_write(suite, tmp_path):
     assert not missing, missing
     for c in report["claims"]:  # a number or nan (e.g. inf / inf in a smoke run), never a lookup failure
         assert isinstance(c["measured"], float) and (math.isnan(c["measured"]) or c["measured"] == c["measured"])
+    # the time breakdown covers the whole run: every experiment, and its sections add up to the wall time
+    prof = report["profile"]
+    assert set(prof["by_experiment"]) == {c.experiment for c in SUITES[suite]()} | {"(claims)"}
+    assert abs(sum(prof["by_section"].values()) - report["seconds"]) <= 0.02 * report["seconds"] + 0.5
 
 
 def test_every_suite_has_a_smoke_test():

@@ -166,6 +166,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from icgd.claims import format_markdown, format_report, verify
+    from icgd.profiling import format_breakdown
 
     out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{_mode_suffix(args)}"
     report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=_device(args.device),
@@ -176,6 +177,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(format_markdown(report).rstrip("\n") if args.markdown else format_report(report))
+        if not args.markdown:
+            print(format_breakdown(report["profile"]))
     return 1 if args.strict and not all(c["passed"] for c in report["claims"]) else 0
 
 

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from icgd.episodes import Episodes, Learner, ShapeError
+from icgd.profiling import timed
 
 Z95 = 1.959963984540054
 
@@ -95,6 +96,7 @@ def _chunks(ep: Episodes, chunk: int | None) -> list[Episodes]:
     return [ep] if chunk is None or chunk >= ep.batch_size else ep.split(chunk)
 
 
+@timed("evaluate")
 def task_losses(learner: Learner, ep: Episodes, chunk: int | None = 4096, loss: LossFn = query_loss) -> Tensor:
     """Per-task losses (B,) of `learner` on `ep` (no gradients); `loss` defaults to the squared error
     (pass a task's own `task.loss` for other objectives)."""
@@ -125,6 +127,7 @@ def sensitivities(learner: Learner, ep: Episodes) -> Tensor:
     return torch.stack(rows, dim=-2).detach()
 
 
+@timed("evaluate")
 def alignment(a: Learner, b: Learner, ep: Episodes, chunk: int | None = 4096) -> dict[str, Stat]:
     """Prediction difference, sensitivity cosine and sensitivity L2 between learners `a` and `b`
     on the same episodes (each a per-task mean over queries, then a Stat over tasks)."""

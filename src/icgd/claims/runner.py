@@ -10,6 +10,7 @@ from icgd.claims import blog, categorical, dai, nonlinear, oswald  # noqa: F401 
 from icgd.claims.base import SUITES
 from icgd.experiments.registry import mode_of
 from icgd.experiments.runner import get_experiment, run_experiment
+from icgd.profiling import Profile, section, summarize
 
 
 def suite_names() -> list[str]:
@@ -23,7 +24,8 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
 
     cache: where trained models are cached (default out/_train). smoke: a handful of steps and tasks, to
     check that every claim gets its number (the numbers mean nothing). Returns {"suite", "quick", "mode",
-    "seconds", "claims": [{"id", "claim", "source", "measured", "threshold", "passed", ...}]}."""
+    "seconds", "claims": [{"id", "claim", "source", "measured", "threshold", "passed", ...}], "profile"}; the
+    profile is where the seconds went (`icgd.profiling.summarize`, and its "rows" per section and model)."""
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
     claims = SUITES[name]()
@@ -35,8 +37,16 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     t0 = time.perf_counter()
     results: dict[str, Any] = {}
     cache = Path(cache) if cache else out / "_train"
-    for exp in experiments:
-        results[exp] = run_experiment(exp, out / exp, cache, quick=quick, seeds=seeds, device=device, quiet=quiet,
-                                      smoke=smoke, options=options)
+    prof = Profile()
+    with prof.active():
+        for exp in experiments:
+            prof.experiment = exp
+            with section("analysis (rest)"):
+                results[exp] = run_experiment(exp, out / exp, cache, quick=quick, seeds=seeds, device=device,
+                                              quiet=quiet, smoke=smoke, options=options)
+        prof.experiment = "(claims)"
+        with section("analysis (rest)"):
+            checked = [c.check(results) for c in claims]
+    rows = prof.rows()
     return {"suite": name, "quick": mode != "full", "mode": mode, "seconds": round(time.perf_counter() - t0, 1),
-            "claims": [c.check(results) for c in claims]}
+            "claims": checked, "profile": summarize(rows) | {"rows": rows}}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
+from icgd.profiling import section
 from icgd.seeds import check_seeds, study_seeds
 from icgd.train.checkpoint import load_checkpoint
 from icgd.train.config import TrainConfig, build_config, config_fingerprint
@@ -91,7 +92,11 @@ class ExperimentContext:
     def train(self, label: str, config: TrainConfig) -> TrainResult:
         """Train (or reuse, or resume) `config`; cached under cache/<label>-<hash of the config>."""
         run = self._run_dir(label, config)
-        return load_run(run) if _completed(run) else self._train_to(run, config)
+        if _completed(run):
+            with section("load cached model", config.name):
+                return load_run(run)
+        with section("train steps", config.name):
+            return self._train_to(run, config)
 
     def train_tracked(self, label: str, config: TrainConfig, every: int,
                       measure: Callable[[TrainResult], dict[str, float]]) -> tuple[TrainResult, list[dict[str, Any]]]:
@@ -111,7 +116,8 @@ class ExperimentContext:
         result: TrainResult | None = None
         step = track[-1]["step"]
         while step < config.steps:
-            result = self._train_to(run, config, stop_after=min(step + every, config.steps))
+            with section("train steps", config.name):
+                result = self._train_to(run, config, stop_after=min(step + every, config.steps))
             step = result.summary["steps"]
             track.append({"step": step} | measure(result))
             tmp = track_file.with_suffix(".tmp")

@@ -19,6 +19,7 @@ from torch import Tensor
 from icgd.episodes import Episodes
 from icgd.learners.explicit import GD, GDPlusPlus
 from icgd.metrics import Z95, query_loss
+from icgd.profiling import timed
 
 
 def line_search(f: Callable[[float], float], lo: float = 1e-3, hi: float = 1e3, n_grid: int = 121,
@@ -83,6 +84,7 @@ def gd_loss_fn(ep: Episodes, steps: int) -> Callable[[float], float]:
     return f
 
 
+@timed("tune reference")
 def tune_gd(ep: Episodes, steps: int, per_step: bool = False, max_iter: int = 200) -> GD:
     """K-step GD with eta tuned on `ep`: one constant eta (line search) or one per step (L-BFGS)."""
     eta = line_search(gd_loss_fn(ep, steps))
@@ -102,6 +104,7 @@ def tune_gd(ep: Episodes, steps: int, per_step: bool = False, max_iter: int = 20
     return GD(etas.tolist(), steps, name="gd_per_step")
 
 
+@timed("tune reference")
 def tune_gdpp(ep: Episodes, steps: int, max_iter: int = 300, shared: bool = False) -> GDPlusPlus:
     """K-step GD++ with eta and gamma tuned by L-BFGS on `ep`, from the tuned GD etas and gamma 0: one
     (eta, gamma) per step, or with `shared` one pair for every step (as the official code of source 000

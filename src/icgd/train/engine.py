@@ -27,6 +27,7 @@ from torch import Tensor
 import icgd
 from icgd.episodes import make_generator
 from icgd.perf import keep_freed_memory
+from icgd.profiling import section
 from icgd.train.backends import select
 from icgd.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from icgd.train.config import TrainConfig, build_config, dump_config
@@ -165,7 +166,8 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
     tune_eps = config.task.sample(config.eval.n_tune, g_eval, dtype=torch.float64)
     reference = load_reference(run, config, eval_eps) if resume else None
     if reference is None:
-        reference = build_reference(config, eval_eps, tune_eps)
+        with section("train reference", config.name):
+            reference = build_reference(config, eval_eps, tune_eps)
         run.write_reference(reference.learner.describe())
 
     n_seeds = len(config.seeds)
@@ -223,7 +225,8 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
                     f"training diverged between steps {saved_step[0]} and {step}: a non-finite loss; "
                     f"the last good checkpoint (step {saved_step[0]}) is kept in {run.path}", step)
             if evaluating:
-                ev_rows = evaluate_seeds(config, params, eval_eps, reference)
+                with section("train evaluation", config.name):
+                    ev_rows = evaluate_seeds(config, params, eval_eps, reference)
                 for i, r in enumerate(ev_rows):
                     row = {"step": step, "seed": config.seeds[i], "train_loss": float(acc[i]) / acc_n,
                            "reference_loss": reference.loss, "lr": opt.lr_at(step - 1)} | r
