@@ -207,3 +207,17 @@ def test_momentum_attention_adds_the_value_ema_to_causal_attention():
         AttentionConfig(d_model=6, momentum=0.5)
     with pytest.raises(ValueError):
         AttentionConfig(d_model=6, causal=True, momentum=1.0)
+
+
+def test_layer_norm_between_layers_skips_the_first():
+    """Source 000, A.9 (Fig. 14b): two layers with a LayerNorm only between them."""
+    from icgd.nn.stack import Stack, StackConfig
+
+    cfg = StackConfig(attention=AttentionConfig(d_model=4), n_layers=3, layer_norm="between")
+    st = Stack(cfg, dtype=torch.float64)
+    assert [blk.ln1 is not None for blk in st.layers] == [False, True, True]
+    for bad in ({"recurrent": True}, {"n_layers": 1}):
+        with pytest.raises(ValueError, match="'between' needs 2 or more separate"):
+            StackConfig(attention=AttentionConfig(d_model=4), **({"n_layers": 2, "layer_norm": "between"} | bad))
+    with pytest.raises(ValueError):
+        StackConfig(attention=AttentionConfig(d_model=4), n_layers=2, layer_norm="after")

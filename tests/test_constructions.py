@@ -177,3 +177,27 @@ def test_per_layer_kernels_are_validated():
         StackConfig(attention=attn, n_layers=2, kernels=("softmax",))
     with pytest.raises(ValueError, match="recurrent"):
         StackConfig(attention=attn, n_layers=2, recurrent=True, kernels=("softmax", "linear"))
+
+
+def test_per_layer_products_in_a_trained_shaped_stack_give_per_step_gdpp():
+    """`readoff.with_layer_products` (the 5-layer interpolation of A.3): per-layer GD++ products put into a
+    separate-layer stack are GD++ with those per-step eta and gamma; the stack's own products round-trip."""
+    from icgd.nn.attention import AttentionConfig
+    from icgd.nn.stack import StackConfig
+    from icgd.readoff import products, with_layer_products
+
+    dx, dy, n, steps = 5, 1, 10, 4
+    ep = _episodes(dx, dy, n, 3, torch.float64, seed=2)
+    stack = Stack(StackConfig(attention=AttentionConfig(d_model=dx + dy), n_layers=steps), dtype=torch.float64,
+                  generator=make_generator(3))
+    cons = []
+    for eta, gamma in zip(ETAS[:steps], GAMMAS[:steps]):
+        w = gdpp_weights(dx, dy, eta, gamma, n)
+        cons.append((w["w_k"][0].T @ w["w_q"][0], w["w_o"][0] @ w["w_v"][0]))
+    built = TransformerLearner(with_layer_products(stack, cons))
+    err = (built.predict(ep) - GDPlusPlus(ETAS[:steps], GAMMAS[:steps]).predict(ep)).abs().max().item()
+    assert err < 1e-10, err
+    again = TransformerLearner(with_layer_products(stack, [products(stack, k) for k in range(steps)]))
+    torch.testing.assert_close(again.predict(ep), TransformerLearner(stack).predict(ep), rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="3 products for a stack of 4"):
+        with_layer_products(stack, cons[:3])

@@ -47,6 +47,8 @@ def _cfg(**kw):
     ({"n_layers": 1, "layer_norm": True}, {}, "shared"),
     ({"n_layers": 3, "layer_norm": True, "recurrent": True, "clip": 1.0, "n_heads": 2}, {"n_queries": 2}, "shared"),
     ({"n_layers": 2, "layer_norm": True, "mlp": True, "kernel": "softmax"}, {"dy": 2}, "per_seed"),
+    ({"n_layers": 2, "layer_norm": "between"}, {}, "shared"),
+    ({"n_layers": 3, "layer_norm": "between", "mlp": True, "n_heads": 2}, {"dy": 2}, "per_seed"),
     ({"n_layers": 3, "clip": 1.5, "normalize": "count"}, {"dx": 4, "n_queries": 2}, "per_seed"),
     ({"n_layers": 4, "clip": 1.0}, {"dy": 3}, "shared"),
     ({"n_layers": 3, "recurrent": True, "clip": 2.0}, {"n_context": 17}, "per_seed"),

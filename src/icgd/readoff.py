@@ -43,6 +43,27 @@ def stack_from_products(kq: Tensor, pv: Tensor, n_layers: int = 1, recurrent: bo
     return st
 
 
+def with_layer_products(stack: Stack, layers: list[tuple[Tensor, Tensor]]) -> Stack:
+    """A copy of a one-head stack (its clipping, dampening, everything else kept) whose block k has the
+    products layers[k] = (W_KQ, W_PV), (D, D) each, with W_K = P = I."""
+    import copy
+
+    if len(layers) != len(stack.layers):
+        raise ValueError(f"{len(layers)} products for a stack of {len(stack.layers)} blocks")
+    out = copy.deepcopy(stack)
+    with torch.no_grad():
+        for blk, (kq, pv) in zip(out.layers, layers):
+            a = blk.attn
+            if a.w_q.shape[0] != 1 or a.w_q.shape[1] != kq.shape[0]:
+                raise ValueError("with_layer_products needs one head with W_Q of shape (1, D, D)")
+            eye = torch.eye(kq.shape[0], dtype=a.w_q.dtype, device=a.w_q.device)[None]
+            a.w_q.copy_(kq[None])
+            a.w_k.copy_(eye)
+            a.w_v.copy_(pv[None])
+            a.w_o.copy_(eye)
+    return out
+
+
 def rescaled(kq: Tensor, pv: Tensor, dx: int) -> tuple[Tensor, Tensor, float]:
     """(W_KQ / beta, W_PV * beta, beta), beta the mean of the first Dx diagonal entries of W_KQ (A.3):
     the scale the two products can trade without changing the layer."""

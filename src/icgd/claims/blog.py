@@ -23,6 +23,12 @@ def claims() -> list[Claim]:
               "its implicit eta)", "'Analysis on the learning rate'", ETA,
               lambda r: r[ETA][X.TF_ETA_ERROR.format(tag="a1")], "<", 0.05,
               "'the linear transformer implicitly optimizes the GD learning rate'; 5%, median seed"),
+        Claim("tf-matches-only-eta-star", "the trained LSA's loss is GD's at eta* only: GD with eta* halved or "
+              "doubled ends above it (smaller of the two GD loss / TF loss - 1)", "'Analysis on the learning rate'",
+              ETA, lambda r: r[ETA][X.ETA_OFF_GAP.format(tag="a1")], ">", 0.01,
+              "'converges to the loss of the GD-transformer specifically for a single value of the GD learning "
+              "rate': the complement of the 1% within which 1layer-loss calls two losses equal; median seed, on "
+              "the first set of 10,000 tasks"),
         Claim("dampening-lowers-loss", "with dampening 0.7, 50 applications of the trained layer end below one "
               "application (loss ratio, mean over all tasks)", "'How about multiple layers?'", DAMP,
               lambda r: r[DAMP][X.DAMPING_MEDIAN.format(key="lambda_0_7", measure="tf_final_over_first_all_tasks")], "<", 1.0,

@@ -61,6 +61,7 @@ from icgd.train.config import TrainConfig, build_config
 ETA_MAX_DIFFERENCE = "{tag}.max_relative_difference"  # blog-eta, tag a1 or a0.5
 ETA_SPEEDUP = "{tag}.speedup"
 TF_ETA_ERROR = "{tag}.tf_eta_relative_error_median"
+ETA_OFF_GAP = "{tag}.gd_eta_halved_or_doubled_over_tf_min"
 DAMPING_MEDIAN = "{key}.{measure}_median"  # blog-dampening, key lambda_0_7 or lambda_1
 LSTM_BEST_COSINE_OVER_LSA = "lstm.best_cosine_over_lsa"  # blog-lstm
 BILSTM_COSINE_GAIN = "bilstm.cosine_gain_deepest_vs_1"
@@ -149,6 +150,14 @@ def eta(ctx: ExperimentContext) -> None:
         # loss of one GD step as a function of eta, on the first set of tasks
         grid = np.linspace(0.0, 2.5 * an[0], 101)
         f = gd_loss_fn(first, 1)
+        # the TF matches GD at eta* only: GD with eta* halved or doubled, against the TF (median seed)
+        tf_loss = median([evaluate(lr, first).mean for lr in seed_learners(res)])
+        off = {k: f(float(k * an[0])) / tf_loss - 1 for k in (0.5, 2.0)}
+        ctx.result(f"{tag}.gd_eta_star_over_tf", f(float(an[0])) / tf_loss - 1)
+        ctx.result(ETA_OFF_GAP.format(tag=tag), min(off.values()))
+        ctx.report("the TF converges to GD's loss 'specifically for a single value' of eta",
+                   f"GD loss / TF loss - 1 (median seed): at eta* {f(float(an[0])) / tf_loss - 1:+.2%}, at eta*/2 "
+                   f"{off[0.5]:+.2%}, at 2 eta* {off[2.0]:+.2%}")
         curves[a] = (grid, np.array([f(float(g)) for g in grid]), an, ls, tf_etas)
     ctx.table("eta", rows)
     fig, axes = subplots(3)

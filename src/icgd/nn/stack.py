@@ -13,7 +13,7 @@ lambda is the dampening factor (SPEC 1, A.6; 1 = none). A recurrent stack applie
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -65,7 +65,9 @@ class StackOptions(BaseModel):
 
     n_layers: int = Field(1, ge=1)
     recurrent: bool = False
-    layer_norm: bool = False
+    layer_norm: bool | Literal["between"] = Field(
+        False, description="LayerNorm before each attention (and MLP); 'between': only before the attention of "
+                           "layers 2.. (source 000, A.9: 'we skip the first LayerNorm')")
     mlp: bool = False
     mlp_ratio: int = Field(4, ge=1)
     clip: float | None = Field(None, gt=0, description="clip token values to [-clip, clip] after each layer")
@@ -79,7 +81,13 @@ class StackOptions(BaseModel):
     @model_validator(mode="after")
     def _layers(self) -> "StackOptions":
         check_layers(self.layers, self.attention, self.n_layers, self.recurrent)  # type: ignore[attr-defined]
+        if self.layer_norm == "between" and (self.recurrent or self.n_layers < 2):
+            raise ValueError("layer_norm: 'between' needs 2 or more separate (not recurrent) layers")
         return self
+
+    def has_ln1(self, index: int) -> bool:
+        """Whether block `index` normalises the tokens before its attention."""
+        return self.layer_norm is True or (self.layer_norm == "between" and index > 0)
 
     def stack_options(self) -> dict[str, Any]:
         """The fields of StackOptions, as keyword arguments."""
@@ -123,10 +131,10 @@ class Block(nn.Module):
         d, kw = config.d_model, dict(dtype=dtype, device=device)
         self.attn = Attention(config.layer_attention(index), init_std=config.attention_init_std,
                               generator=generator, **kw)
-        self.ln1 = nn.LayerNorm(d, **kw) if config.layer_norm else None
+        self.ln1 = nn.LayerNorm(d, **kw) if config.has_ln1(index) else None
         self.mlp = None
         if config.mlp:
-            self.ln2 = nn.LayerNorm(d, **kw) if config.layer_norm else None
+            self.ln2 = nn.LayerNorm(d, **kw) if config.layer_norm is True else None
             self.mlp = nn.Sequential(nn.Linear(d, config.mlp_ratio * d, **kw), nn.GELU(),
                                      nn.Linear(config.mlp_ratio * d, d, **kw))
             with torch.no_grad():  # torch's default init, but from `generator`

@@ -145,7 +145,7 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
         else:
             x_in = x[..., n:, :] if last else x
         h_in, h_ctx = x_in, ctx  # what attention reads: the tokens, or their LayerNorm
-        if config.layer_norm:
+        if config.has_ln1(blk):
             h_in = _layer_norm(params, f"layers.{blk}.ln1.", x_in, d)
             h_ctx = _layer_norm(params, f"layers.{blk}.ln1.", ctx, d) if last else h_in.split(
                 [n, h_in.shape[-2] - n], -2)[0]
@@ -160,7 +160,7 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
             return -_clip(x_in[..., dx:d] + upd, config.clip)
         x = x_in + upd
         if config.mlp:
-            h = _layer_norm(params, f"layers.{blk}.ln2.", x, d) if config.layer_norm else x
+            h = _layer_norm(params, f"layers.{blk}.ln2.", x, d) if config.layer_norm is True else x
             upd = _mlp(params, f"layers.{blk}.mlp.", h, d + pad)
             x = x + (lam * upd if lam != 1.0 else upd)
         if last:
