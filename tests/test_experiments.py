@@ -96,7 +96,7 @@ def test_verify_runs_experiments_caches_models_and_reports(tmp_path, capsys):
     assert main(["verify", "test-suite", "--quick", "--seeds", "1", "--out", str(tmp_path / "w"), "--markdown"]) == 0
     md = capsys.readouterr().out
     assert md == (tmp_path / "w" / "claims.md").read_text()  # the same table, printed and written
-    assert md.splitlines()[2].startswith("| the tiny loss is finite | tests | ") and md.splitlines()[2].endswith(" PASS |")
+    assert md.splitlines()[2].startswith("| `finite`: the tiny loss is finite | tests | ") and md.splitlines()[2].endswith(" PASS |")
 
 
 def test_markdown_table_marks_failures_and_escapes_pipes():

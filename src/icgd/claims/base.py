@@ -66,10 +66,11 @@ def suite(name: str):
 
 
 def format_markdown(report: dict[str, Any]) -> str:
-    """The report as a Markdown table (claim, source, measured, threshold, result; FAIL in bold)."""
+    """The report as a Markdown table (`id`: claim, source, measured, threshold, result; FAIL in bold)."""
     lines = ["| claim | source | measured | threshold | result |", "|---|---|---|---|---|"]
     for c in report["claims"]:
-        cells = [c["claim"] + (" (stricter check)" if c.get("role") == "stricter" else ""), c["source"],
+        name = f"`{c['id']}`: {c['claim']}" if c.get("id") else c["claim"]
+        cells = [name + (" (stricter check)" if c.get("role") == "stricter" else ""), c["source"],
                  f"{c['measured']:.4g}", c["threshold"],
                  "PASS" if c["passed"] else "**FAIL**"]
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in cells) + " |")
