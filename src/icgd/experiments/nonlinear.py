@@ -292,7 +292,7 @@ def _first_crossing(steps: list[int], values: list[float], level: float, below: 
 
 @register("oswald-copy", "interleaved tokens: a softmax layer learns to copy y next to x, then a linear layer "
           "does GD; first-layer token gradients over training; linear first layer as control (Fig. 5)",
-          "source 000, sec. 4, Fig. 5, Prop. 3, A.5", quick_minutes=5.0, full_minutes=25.0)
+          "source 000, sec. 4, Fig. 5, Prop. 3, A.5", quick_minutes=5.0, full_minutes=35.0)
 def copy(ctx: ExperimentContext) -> None:
     n_steps = size(ctx, Size(quick=3000, full=12_000, smoke=4))
     task = LinearRegression(dx=10, n_context=10)

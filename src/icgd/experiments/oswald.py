@@ -338,7 +338,7 @@ def _repeat_rows(lam: float, update: str, seeds: list[int], tf: list[list[tuple[
 
 
 @register("oswald-repeat", "the trained layer and GD applied 50 times with dampening lambda (Fig. 1, 10)",
-          "source 000, A.6, Fig. 1, Fig. 10; source 001", quick_minutes=0.3, full_minutes=1.0)
+          "source 000, A.6, Fig. 1, Fig. 10; source 001", quick_minutes=0.3, full_minutes=2.0)
 def repeat(ctx: ExperimentContext) -> None:
     """Loss after each application, averaged over tasks; a task whose loss overflows counts as diverged
     (the mean over all tasks is then infinite; the curves show the mean over the other tasks)."""
@@ -446,7 +446,7 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
 
 
 @register("oswald-deep", "recurrent 2-layer and 5-layer LSA vs GD and GD++ (Fig. 3, 7, 8)",
-          "source 000, sec. 3 'Multiple steps', Fig. 3, A.10", quick_minutes=2.0, full_minutes=30.0)
+          "source 000, sec. 3 'Multiple steps', Fig. 3, A.10", quick_minutes=2.0, full_minutes=20.0)
 def deep(ctx: ExperimentContext) -> None:
     rec = ctx.train("lsa2rec", train_config(ctx, "lsa2rec", {"n_layers": 2, "recurrent": True}, (4000, 10000),
                                             reference="gdpp"))
@@ -922,7 +922,7 @@ def _grokking(ctx: ExperimentContext, gd: Any) -> None:
 # --------------------------------------------------------------------------------------- depths 2-4
 @register("oswald-depth", "recurrent and separate-layer LSA stacks of depth 2 to 4, and (full mode) 2 layers "
           "with 4 heads and MLPs, vs GD and GD++ (Fig. 7, 8)", "source 000, A.5, Fig. 7, 8", quick_minutes=2.5,
-          full_minutes=50.0)
+          full_minutes=33.0)
 def depth(ctx: ExperimentContext) -> None:
     variants = {f"{'recurrent' if rec else 'layers'}-{k}": ({"n_layers": k, "recurrent": rec}, k)
                 for rec in (True, False) for k in (2, 3, 4)}
