@@ -87,7 +87,8 @@ def timed(name: str) -> Callable[[F], F]:
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Totals of `Profile.rows()`: {"by_section": {s: seconds}, "by_experiment": {e: {s: seconds}},
-    "trained": [{"experiment", "model", "seconds"}] (steps + evaluation + reference of each trained model)}."""
+    "trained": [{"experiment", "model", "seconds"}] (the train sections of each model; the tuning of
+    its reference learner is counted under "tune reference")}."""
     by_section: dict[str, float] = defaultdict(float)
     by_exp: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     trained: dict[tuple[str, str], float] = defaultdict(float)
@@ -113,6 +114,6 @@ def format_breakdown(summary: dict[str, Any], top: int = 12) -> str:
         parts = ", ".join(f"{s} {v:.0f}" for s, v in d.items() if v >= 0.5)
         lines.append(f"    {e:<24} {sum(d.values()):8.1f}  ({parts})")
     if summary["trained"]:
-        lines.append("  costliest trainings (steps + evaluation + reference):")
+        lines.append("  costliest trainings (steps + evaluation; their reference tuning is under 'tune reference'):")
         lines += [f"    {t['experiment']:<24} {t['model']:<32} {t['seconds']:8.1f}" for t in summary["trained"][:top]]
     return "\n".join(lines)
