@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from icgd.constructions import gd_weights
+from icgd.constructions import gd_weights, gdpp_weights
 from icgd.episodes import Episodes
 from icgd.learners.explicit import GD
 from icgd.learners.transformer import TransformerLearner
@@ -71,10 +71,19 @@ def rescaled(kq: Tensor, pv: Tensor, dx: int) -> tuple[Tensor, Tensor, float]:
     return kq / beta, pv * beta, beta
 
 
+def _layer_products(w: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+    """(W_KQ, W_PV) of a constructed one-head layer's weights."""
+    return w["w_k"][0].T @ w["w_q"][0], w["w_o"][0] @ w["w_v"][0]
+
+
 def gd_products(dx: int, dy: int, eta: float, n_context: int) -> tuple[Tensor, Tensor]:
     """(W_KQ, W_PV) of the Prop. 1 construction of one GD step with learning rate eta (float64, CPU)."""
-    w = gd_weights(dx, dy, eta, n_context)
-    return w["w_k"][0].T @ w["w_q"][0], w["w_o"][0] @ w["w_v"][0]
+    return _layer_products(gd_weights(dx, dy, eta, n_context))
+
+
+def gdpp_products(dx: int, dy: int, eta: float, gamma: float, n_context: int) -> tuple[Tensor, Tensor]:
+    """(W_KQ, W_PV) of the A.10 construction of one GD++ step (float64, CPU)."""
+    return _layer_products(gdpp_weights(dx, dy, eta, gamma, n_context))
 
 
 def implicit_eta(kq: Tensor, pv: Tensor, dx: int, n_context: int) -> float:

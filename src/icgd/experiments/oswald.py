@@ -7,7 +7,6 @@ held-out tasks that are the same for every learner.
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -30,7 +29,6 @@ from icgd.experiments.common import (
     tune_tasks,
 )
 from icgd.experiments.registry import ExperimentContext, register
-from icgd.constructions import gdpp_weights
 from icgd.learners.explicit import ZeroPredictor
 from icgd.learners.transformer import TransformerLearner
 from icgd.learners.tuning import tune_gd, tune_gdpp
@@ -41,6 +39,7 @@ from icgd.readoff import (
     divergence_cap,
     gamma_of,
     gd_products,
+    gdpp_products,
     gd_repeat_losses,
     products,
     rescaled,
@@ -497,8 +496,7 @@ def _rec2_interpolation(ctx: ExperimentContext, rec: TrainResult, gdpp: Any, ev:
     minus 1, median seed (REC2_INTERPOLATION) and worst seed (a seed still on its plateau has products
     that are not GD++'s, and its path can blow up)."""
     task = rec.config.task
-    w = gdpp_weights(task.dx, task.dy, gdpp.etas[0], gdpp.gammas[0], task.n_context)
-    kq_pp, pv_pp = w["w_k"][0].T @ w["w_q"][0], w["w_o"][0] @ w["w_v"][0]
+    kq_pp, pv_pp = gdpp_products(task.dx, task.dy, gdpp.etas[0], gdpp.gammas[0], task.n_context)
     alphas = np.linspace(0, 1, 11)
     worst, rows = [], []
     for s, lr in zip(rec.config.seeds, seed_learners(rec)):
@@ -523,20 +521,17 @@ def _five_interpolation(ctx: ExperimentContext, five: TrainResult, gdpp: Any, ev
     run); the trained endpoint without clipping is reported beside it. Results: the largest loss on the
     path over the larger endpoint's, minus 1, per seed and its median (FIVE_INTERPOLATION)."""
     task = five.config.task
-    cons = []
-    for eta, gamma in zip(gdpp.etas, gdpp.gammas):
-        w = gdpp_weights(task.dx, task.dy, eta, gamma, task.n_context)
-        cons.append((w["w_k"][0].T @ w["w_q"][0], w["w_o"][0] @ w["w_v"][0]))
+    cons = [gdpp_products(task.dx, task.dy, eta, gamma, task.n_context) for eta, gamma in zip(gdpp.etas, gdpp.gammas)]
     alphas = np.linspace(0, 1, 11)
     worst, rows = [], []
     for s, lr in zip(five.config.seeds, seed_learners(five)):
         trained = [rescaled(*products(lr.model, k), task.dx)[:2] for k in range(len(cons))]
-        unclipped = copy.deepcopy(lr.model)
-        unclipped.clip = None
         losses = []
         for a in alphas:
             layers = [((1 - a) * kc + a * kt, (1 - a) * pc + a * pt) for (kc, pc), (kt, pt) in zip(cons, trained)]
-            losses.append(evaluate(TransformerLearner(with_layer_products(unclipped, layers)), ev).mean)
+            path = with_layer_products(lr.model, layers)  # a copy of the model
+            path.clip = None
+            losses.append(evaluate(TransformerLearner(path), ev).mean)
         worst.append(max(losses) / max(losses[0], losses[-1]) - 1)
         rows += [{"seed": s, "alpha": float(a), "loss": x} for a, x in zip(alphas, losses)]
     ctx.result(FIVE_INTERPOLATION, median(worst))
@@ -632,7 +627,8 @@ def curvature(ctx: ExperimentContext) -> None:
     lo, hi = max(float(lam.min()), EIGEN_CUT), float(lam.max())
     span = torch.linspace(lo, hi, 2001, dtype=torch.float64)
     fine = np.linspace(0.0, 1.0 / hi, 2001)[:-1]
-    kappas = [float((span * (1 - g * span) ** 2).max() / (span * (1 - g * span) ** 2).min()) for g in fine]
+    maps = [span * (1 - g * span) ** 2 for g in fine]
+    kappas = [float(f.max() / f.min()) for f in maps]
     g_derived = float(fine[int(np.argmin(kappas))])
     ctx.result("gamma_derived_from_extremes", g_derived)
     ctx.result(GAMMA_DERIVED_OVER_TF, g_derived / g_tf)
@@ -694,13 +690,13 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
     fig, axes = subplots(2)
     rows = []
     gd_loss = None
-    trained = {}
+    trained, gds = {}, {}
     for name, model in variants.items():
         res = ctx.train(keys[name], train_config(ctx, keys[name], model, (2000, 8000), lr=lrs.get(keys[name], 1e-3)))
         trained[keys[name]] = res
         task = res.config.task
         ev = eval_tasks(ctx, task)
-        gd = tune_gd(tune_tasks(ctx, task), model["n_layers"])  # as many GD steps as layers
+        gd = gds[keys[name]] = tune_gd(tune_tasks(ctx, task), model["n_layers"])  # as many GD steps as layers
         gd_loss = evaluate(gd, ev).mean
         losses, coss = [], []
         for s, lr in zip(res.config.seeds, seed_learners(res)):
@@ -737,9 +733,7 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
                f"{r['layernorm-between.cosine_median']:.4f}")
     ctx.report("LayerNorm before attention loses performance against GD (Fig. 14)",
                f"loss / GD {r['layernorm.loss_over_gd_median']:.3f}, cosine {r['layernorm.cosine_median']:.4f}")
-    res = trained["softmax1"]
-    gd1 = tune_gd(tune_tasks(ctx, res.config.task), 1)
-    axes[0].axhline(evaluate(gd1, curve_tasks(res)).mean, color=COLORS["gd"], linestyle="--", label="GD, 1 step")
+    axes[0].axhline(evaluate(gds["softmax1"], curve_tasks(trained["softmax1"])).mean, color=COLORS["gd"], linestyle="--", label="GD, 1 step")
     axes[0].set_yscale("log")
     label_axes(axes, ("loss", "sensitivity cosine with GD"), ("loss", "cosine"))
     ctx.figure("softmax_layernorm", fig)
