@@ -9,7 +9,6 @@ import torch
 from icgd.train import compiled as kernel
 from icgd.train.backends import select
 from icgd.train.compiled import from_blocks, to_blocks
-from icgd.train.fused import _LinearAttention
 
 needs_kernel = pytest.mark.skipif("kernel.load() is None", reason="no compiled kernel here")
 
@@ -24,7 +23,8 @@ def _case(s_n, b, t, d, g, shared, dtype=torch.float64, seed=0):
 def _reference(kind, x, n, q0, m, u, scale):
     """The attention update in PyTorch: x (S, B, T, D) -> (S, B, T - q0, G)."""
     if kind == "linear":
-        return _LinearAttention.apply(x[:, :, q0:], x[:, :, :n], m, u, scale)
+        c = torch.einsum("sbnd,sbne->sbde", x[:, :, :n], x[:, :, :n]) * scale  # C per task
+        return torch.einsum("sbtd,sed,sbef,sgf->sbtg", x[:, :, q0:], m, c, u)  # U C M x_t
     scores = torch.einsum("sbtd,sed,sbje->sbtj", x[:, :, q0:], m, x[:, :, :n])  # x_j . M x_t
     return torch.einsum("sbtj,sbjd,sgd->sbtg", torch.softmax(scores, -1) * scale, x[:, :, :n], u)
 

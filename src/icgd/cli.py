@@ -170,7 +170,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{_mode_suffix(args)}"
     report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=_device(args.device),
-                    quiet=args.quiet or args.json, cache=args.cache, smoke=args.smoke, options=_options(args))
+                    quiet=args.quiet or args.json, cache=args.cache, smoke=args.smoke, options=_options(args),
+                    workers=args.workers)
     (out / "claims.json").write_text(json.dumps(report, indent=2))
     (out / "claims.md").write_text(format_markdown(report))
     if args.json:
@@ -280,6 +281,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--markdown", action="store_true", help="print the table as Markdown (always written to "
                                                             "OUT/claims.md)")
     v.add_argument("--strict", action="store_true", help="exit with code 1 when a claim fails")
+    v.add_argument("--workers", type=_positive, default=1,
+                   help="train the suite's models this many at a time, side by side, before the experiments run "
+                        "(same results; default 1: one after another)")
     v.set_defaults(func=cmd_verify)
     return parser
 

@@ -116,4 +116,10 @@ def format_breakdown(summary: dict[str, Any], top: int = 12) -> str:
     if summary["trained"]:
         lines.append("  costliest trainings (steps + evaluation; their reference tuning is under 'tune reference'):")
         lines += [f"    {t['experiment']:<24} {t['model']:<32} {t['seconds']:8.1f}" for t in summary["trained"][:top]]
+    side = summary.get("side_by_side")
+    if side and side["models"]:
+        lines.append(f"  trained side by side ({side['workers']} workers, {side['seconds']:.0f} s wall; "
+                     "seconds per model in its worker):")
+        lines += [f"    {m['model']:<32} {m['seconds']:8.1f}  {m['status']}"
+                  for m in sorted(side["models"], key=lambda m: -m["seconds"])[:top]]
     return "\n".join(lines)

@@ -19,13 +19,15 @@ def suite_names() -> list[str]:
 
 def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | None = None, device: str = "cpu",
            quiet: bool = True, cache: str | Path | None = None, smoke: bool = False,
-           options: dict[str, Any] | None = None) -> dict[str, Any]:
+           options: dict[str, Any] | None = None, workers: int = 1) -> dict[str, Any]:
     """Run every experiment the suite needs (reusing cached models) and check its claims.
 
     cache: where trained models are cached (default out/_train). smoke: a handful of steps and tasks, to
     check that every claim gets its number (the numbers mean nothing). Returns {"suite", "quick", "mode",
     "seconds", "claims": [{"id", "claim", "source", "measured", "threshold", "passed", ...}], "profile"}; the
-    profile is where the seconds went (`icgd.profiling.summarize`, and its "rows" per section and model)."""
+    profile is where the seconds went (`icgd.profiling.summarize`, and its "rows" per section and model).
+    workers > 1: first train the models the experiments declare, that many side by side
+    (`icgd.experiments.parallel`; the same weights as a serial run); the profile's "side_by_side" lists them."""
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
     claims = SUITES[name]()
@@ -38,7 +40,17 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     results: dict[str, Any] = {}
     cache = Path(cache) if cache else out / "_train"
     prof = Profile()
+    side: dict[str, Any] | None = None
     with prof.active():
+        if workers > 1:
+            from icgd.experiments.parallel import planned, train_side_by_side
+
+            prof.experiment = "(side by side)"
+            with section("train steps", f"{workers} workers"):
+                jobs = planned(experiments, out, cache, mode, seeds, device, options)
+                t1 = time.perf_counter()
+                records = train_side_by_side(jobs, workers, device, quiet=quiet)
+                side = {"workers": workers, "seconds": round(time.perf_counter() - t1, 1), "models": records}
         for exp in experiments:
             prof.experiment = exp
             with section("analysis (rest)"):
@@ -49,4 +61,5 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
             checked = [c.check(results) for c in claims]
     rows = prof.rows()
     return {"suite": name, "quick": mode != "full", "mode": mode, "seconds": round(time.perf_counter() - t0, 1),
-            "claims": checked, "profile": summarize(rows) | {"rows": rows}}
+            "claims": checked, "profile": summarize(rows) | {"rows": rows}
+            | ({"side_by_side": side} if side is not None else {})}

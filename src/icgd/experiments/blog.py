@@ -30,6 +30,7 @@ from icgd.experiments.common import (
     eval_every,
     eval_tasks,
     median,
+    one_layer_model,
     one_layer_run,
     seed_learners,
     size,
@@ -93,7 +94,8 @@ def mean_ci(values: list[float]) -> tuple[float, float, float]:
 
 # --------------------------------------------------------------------------------- learning rate
 @register("blog-eta", "analytic optimal eta of one GD step vs line search: values, CIs, times, loss vs eta",
-          "source 001, 'Analysis on the learning rate'", quick_minutes=0.5, full_minutes=2.0)
+          "source 001, 'Analysis on the learning rate'", quick_minutes=0.5, full_minutes=2.0,
+          models=lambda ctx: one_layer_model(ctx, 1.0) | one_layer_model(ctx, 0.5))
 def eta(ctx: ExperimentContext) -> None:
     """Each repetition draws 10,000 fresh tasks and computes eta both ways on them, timed; the CI of each
     value is the 95% t-interval over the repetitions (the analytic value also has its delta-method CI)."""
@@ -192,7 +194,7 @@ REPEATS = 50
 
 
 @register("blog-dampening", "a trained layer applied 50 times with dampening 0.7 vs GD with eta * 0.7",
-          "source 001, 'How about multiple layers?'", quick_minutes=0.5, full_minutes=1.0)
+          "source 001, 'How about multiple layers?'", quick_minutes=0.5, full_minutes=1.0, models=one_layer_model)
 def dampening(ctx: ExperimentContext) -> None:
     """Per task: loss after each application. A task whose loss overflows at any application (not finite,
     or above `divergence_cap`) counts as diverged; curves average the tasks on which neither the TF nor GD
@@ -292,8 +294,15 @@ def lstm_depths(quick: bool) -> list[int]:
     return [1, 2, 4] if quick else [1, 2, 3, 4]
 
 
+def _lstm_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+    """The 1-layer LSA, and LSTMs and BiLSTMs of every depth."""
+    configs = [lstm_config(ctx, k, bi) for bi in (False, True) for k in lstm_depths(ctx.quick)]
+    return one_layer_model(ctx) | {c.name: c for c in configs}
+
+
 @register("blog-lstm", "LSTM and bidirectional LSTM learners of 1-4 layers vs the 1-layer LSA and one GD step",
-          "source 001, 'Is this behavior unique to transformers?'", quick_minutes=8.0, full_minutes=45.0)
+          "source 001, 'Is this behavior unique to transformers?'", quick_minutes=8.0, full_minutes=45.0,
+          models=_lstm_models)
 def lstm(ctx: ExperimentContext) -> None:
     lsa = one_layer_run(ctx)
     task = lsa.config.task
@@ -376,22 +385,41 @@ CONTEXT_SIZES = [5, 10, 20, 40]
 DEPTHS = [1, 2, 3, 4]
 
 
-def context_run(ctx: ExperimentContext, n: int):
+def _context_model(ctx: ExperimentContext, n: int) -> dict[str, TrainConfig]:
     if n == 10:
-        return one_layer_run(ctx)  # the same config as oswald-1layer's
-    return ctx.train(f"lsa1-n{n}", train_config(ctx, f"lsa1-n{n}", {"n_layers": 1}, (1500, 5000),
-                                                task={"input_range": 1.0, "n_context": n}))
+        return one_layer_model(ctx)  # the same config as oswald-1layer's
+    return {f"lsa1-n{n}": train_config(ctx, f"lsa1-n{n}", {"n_layers": 1}, (1500, 5000),
+                                       task={"input_range": 1.0, "n_context": n})}
+
+
+def _depth_model(ctx: ExperimentContext, k: int) -> dict[str, TrainConfig]:
+    if k == 1:
+        return one_layer_model(ctx)
+    return {f"depth-layers-{k}": train_config(ctx, f"depth-layers-{k}", {"n_layers": k, "recurrent": False},
+                                              (2000, 10000))}  # the same configs as oswald-depth's
+
+
+def _scaling_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+    out: dict[str, TrainConfig] = {}
+    for n in CONTEXT_SIZES:
+        out |= _context_model(ctx, n)
+    for k in DEPTHS:
+        out |= _depth_model(ctx, k)
+    return out
+
+
+def context_run(ctx: ExperimentContext, n: int):
+    ((label, config),) = _context_model(ctx, n).items()
+    return ctx.train(label, config)
 
 
 def depth_run(ctx: ExperimentContext, k: int):
-    if k == 1:
-        return one_layer_run(ctx)
-    return ctx.train(f"depth-layers-{k}", train_config(ctx, f"depth-layers-{k}", {"n_layers": k, "recurrent": False},
-                                                       (2000, 10000)))  # the same configs as oswald-depth's
+    ((label, config),) = _depth_model(ctx, k).items()
+    return ctx.train(label, config)
 
 
 @register("blog-scaling", "test loss of trained LSA models vs context size N and vs depth, beside GD",
-          "source 001, 'Pre-training setup' figure", quick_minutes=4.5, full_minutes=40.0)
+          "source 001, 'Pre-training setup' figure", quick_minutes=4.5, full_minutes=40.0, models=_scaling_models)
 def scaling(ctx: ExperimentContext) -> None:
     """Context: one 1-layer LSA trained at each N and evaluated at its N, and the N = 10 model evaluated at
     every N (its weights hold P ~ eta / 10: no rescaling with N). Depth: separate-layer stacks of 1-4

@@ -73,10 +73,17 @@ def train_config(ctx: ExperimentContext, name: str, model: dict[str, Any], steps
     return build_config(raw)
 
 
-def one_layer_run(ctx: ExperimentContext, input_range: float = 1.0) -> TrainResult:
-    """The trained 1-layer LSA of SPEC 1 (one cached model for every experiment of sources 000 and 001)."""
+def one_layer_model(ctx: ExperimentContext, input_range: float = 1.0) -> dict[str, TrainConfig]:
+    """{label: config} of the 1-layer LSA of SPEC 1 (one cached model for every experiment of sources 000
+    and 001)."""
     label = f"lsa1-a{input_range:g}"
-    return ctx.train(label, train_config(ctx, label, {"n_layers": 1}, (1500, 5000), input_range=input_range))
+    return {label: train_config(ctx, label, {"n_layers": 1}, (1500, 5000), input_range=input_range)}
+
+
+def one_layer_run(ctx: ExperimentContext, input_range: float = 1.0) -> TrainResult:
+    """The trained 1-layer LSA of SPEC 1 (`one_layer_model`)."""
+    ((label, config),) = one_layer_model(ctx, input_range).items()
+    return ctx.train(label, config)
 
 
 def eval_tasks(ctx: ExperimentContext, task: TaskDistribution, seed: int = EVAL_SEED,

@@ -22,6 +22,7 @@ from icgd.experiments.common import (
     curves,
     eval_tasks,
     median,
+    one_layer_model,
     one_layer_run,
     seed_learners,
     size,
@@ -47,6 +48,7 @@ from icgd.readoff import (
     tf_repeat_losses,
     with_layer_products,
 )
+from icgd.train.config import TrainConfig
 from icgd.train.engine import TrainResult
 
 # ---- result keys the claims read (icgd.claims.oswald); {tag}, {name} etc. are filled by `.format`
@@ -97,8 +99,12 @@ CURVATURE_TASKS = Size(quick=10_000, full=10_000)
 
 
 # ---------------------------------------------------------------------------- one layer vs one step
+def _one_layer_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+    return one_layer_model(ctx, 1.0) | one_layer_model(ctx, 0.5)
+
+
 @register("oswald-1layer", "one trained LSA layer vs one step of GD: curves, alignment, weights (Fig. 2, 9)",
-          "source 000, sec. 3, Fig. 2 left, Fig. 9", quick_minutes=1.0, full_minutes=3.0)
+          "source 000, sec. 3, Fig. 2 left, Fig. 9", quick_minutes=1.0, full_minutes=3.0, models=_one_layer_models)
 def one_layer(ctx: ExperimentContext) -> None:
     fig, axes = subplots(4)
     rows = []
@@ -179,7 +185,8 @@ def one_layer(ctx: ExperimentContext) -> None:
 
 # ----------------------------------------------------------------------------------- interpolation
 @register("oswald-interpolation", "loss along the line from the GD construction to the rescaled trained "
-          "weights (A.3)", "source 000, A.3, Fig. 2", quick_minutes=0.3, full_minutes=0.5)
+          "weights (A.3)", "source 000, A.3, Fig. 2", quick_minutes=0.3, full_minutes=0.5,
+          models=one_layer_model)
 def interpolation(ctx: ExperimentContext) -> None:
     res = one_layer_run(ctx)
     task = res.config.task
@@ -225,7 +232,8 @@ OOD_ALPHAS = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
 
 
 @register("oswald-ood", "TF, GD and the interpolated model on out-of-distribution tasks (Fig. 2 right, Fig. 6)",
-          "source 000, sec. 3, Fig. 2, A.4 Fig. 6", quick_minutes=0.5, full_minutes=1.5)
+          "source 000, sec. 3, Fig. 2, A.4 Fig. 6", quick_minutes=0.5, full_minutes=1.5,
+          models=one_layer_model)
 def ood(ctx: ExperimentContext) -> None:
     res = one_layer_run(ctx)
     task = res.config.task
@@ -337,7 +345,8 @@ def _repeat_rows(lam: float, update: str, seeds: list[int], tf: list[list[tuple[
 
 
 @register("oswald-repeat", "the trained layer and GD applied 50 times with dampening lambda (Fig. 1, 10)",
-          "source 000, A.6, Fig. 1, Fig. 10; source 001", quick_minutes=0.3, full_minutes=2.0)
+          "source 000, A.6, Fig. 1, Fig. 10; source 001", quick_minutes=0.3, full_minutes=2.0,
+          models=one_layer_model)
 def repeat(ctx: ExperimentContext) -> None:
     """Loss after each application, averaged over tasks; a task whose loss overflows counts as diverged
     (the mean over all tasks is then infinite; the curves show the mean over the other tasks)."""
@@ -444,13 +453,23 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
     return {"rows": rows} | refs
 
 
+def _recurrent2_model(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+    return {"lsa2rec": train_config(ctx, "lsa2rec", {"n_layers": 2, "recurrent": True}, (4000, 10000),
+                                    reference="gdpp")}
+
+
+def _deep_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+    return _recurrent2_model(ctx) | {"lsa5": train_config(ctx, "lsa5", {"n_layers": 5, "clip": 10.0}, (3000, 20000),
+                                                          lr=5e-4, reference="gdpp")}
+
+
 @register("oswald-deep", "recurrent 2-layer and 5-layer LSA vs GD and GD++ (Fig. 3, 7, 8)",
-          "source 000, sec. 3 'Multiple steps', Fig. 3, A.10", quick_minutes=2.0, full_minutes=20.0)
+          "source 000, sec. 3 'Multiple steps', Fig. 3, A.10", quick_minutes=2.0, full_minutes=20.0,
+          models=_deep_models)
 def deep(ctx: ExperimentContext) -> None:
-    rec = ctx.train("lsa2rec", train_config(ctx, "lsa2rec", {"n_layers": 2, "recurrent": True}, (4000, 10000),
-                                            reference="gdpp"))
-    five = ctx.train("lsa5", train_config(ctx, "lsa5", {"n_layers": 5, "clip": 10.0}, (3000, 20000), lr=5e-4,
-                                          reference="gdpp"))
+    models = _deep_models(ctx)
+    rec = ctx.train("lsa2rec", models["lsa2rec"])
+    five = ctx.train("lsa5", models["lsa5"])
     task = rec.config.task
     ev = eval_tasks(ctx, task)
     out_rec = _compare(ctx, rec, 2, ev, "rec2")
@@ -596,10 +615,9 @@ def _deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainRe
 # ------------------------------------------------------------------------------------------ curvature
 @register("oswald-curvature", "GD++ curvature correction: Hessian eigenvalues and condition numbers across "
           "gamma, with gamma read off trained recurrent models (Fig. 13)", "source 000, A.10, Fig. 13",
-          quick_minutes=4.0, full_minutes=10.0)
+          quick_minutes=4.0, full_minutes=10.0, models=_recurrent2_model)
 def curvature(ctx: ExperimentContext) -> None:
-    rec = ctx.train("lsa2rec", train_config(ctx, "lsa2rec", {"n_layers": 2, "recurrent": True}, (4000, 10000),
-                                            reference="gdpp"))
+    rec = ctx.train("lsa2rec", _recurrent2_model(ctx)["lsa2rec"])
     task = rec.config.task
     ev = eval_tasks(ctx, task, n=CURVATURE_TASKS)
     lam = torch.linalg.eigvalsh(ev.context_x.transpose(1, 2) @ ev.context_x)  # (B, Dx), of X X^T
@@ -670,10 +688,8 @@ def curvature(ctx: ExperimentContext) -> None:
 
 
 # ---------------------------------------------------------------------------------- softmax and LN
-@register("oswald-softmax", "softmax attention with 1 and 2 heads, and LayerNorm, vs one GD step "
-          "(Fig. 11, 12, 14)", "source 000, A.9", quick_minutes=2.0, full_minutes=13.0)
-def softmax_layernorm(ctx: ExperimentContext) -> None:
-    variants = {"softmax, 1 head": {"n_layers": 1, "kernel": "softmax"},
+#: the models of A.9 by name in the table, and their cache labels
+_SOFTMAX_VARIANTS = {"softmax, 1 head": {"n_layers": 1, "kernel": "softmax"},
                 "softmax, 2 heads": {"n_layers": 1, "kernel": "softmax", "n_heads": 2},
                 "LayerNorm + LSA": {"n_layers": 1, "layer_norm": True},
                 # A.9: tuning the learning rate makes no significant difference to one softmax head
@@ -683,16 +699,28 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
                 "LayerNorm + LSA, 2 heads": {"n_layers": 1, "layer_norm": True, "n_heads": 2},
                 # A.9, Fig. 14b: two layers, LayerNorm only between them; against two steps of GD
                 "LSA + LayerNorm + LSA": {"n_layers": 2, "layer_norm": "between"}}
-    keys = {"softmax, 1 head": "softmax1", "softmax, 2 heads": "softmax2", "LayerNorm + LSA": "layernorm",
-            "softmax, 1 head, lr 3e-4": "softmax1-lr3e-4", "softmax, 1 head, lr 3e-3": "softmax1-lr3e-3",
-            "LayerNorm + LSA, 2 heads": "layernorm2", "LSA + LayerNorm + LSA": "layernorm-between"}
-    lrs = {"softmax1-lr3e-4": 3e-4, "softmax1-lr3e-3": 3e-3}
+_SOFTMAX_KEYS = {"softmax, 1 head": "softmax1", "softmax, 2 heads": "softmax2", "LayerNorm + LSA": "layernorm",
+                 "softmax, 1 head, lr 3e-4": "softmax1-lr3e-4", "softmax, 1 head, lr 3e-3": "softmax1-lr3e-3",
+                 "LayerNorm + LSA, 2 heads": "layernorm2", "LSA + LayerNorm + LSA": "layernorm-between"}
+_SOFTMAX_LRS = {"softmax1-lr3e-4": 3e-4, "softmax1-lr3e-3": 3e-3}
+
+
+def _softmax_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+    """The A.9 models, and the 1-layer LSA (the LayerNorm OOD comparison)."""
+    return {key: train_config(ctx, key, _SOFTMAX_VARIANTS[name], (2000, 8000), lr=_SOFTMAX_LRS.get(key, 1e-3))
+            for name, key in _SOFTMAX_KEYS.items()} | one_layer_model(ctx)
+
+
+@register("oswald-softmax", "softmax attention with 1 and 2 heads, and LayerNorm, vs one GD step "
+          "(Fig. 11, 12, 14)", "source 000, A.9", quick_minutes=2.0, full_minutes=13.0, models=_softmax_models)
+def softmax_layernorm(ctx: ExperimentContext) -> None:
+    variants, keys, configs = _SOFTMAX_VARIANTS, _SOFTMAX_KEYS, _softmax_models(ctx)
     fig, axes = subplots(2)
     rows = []
     gd_loss = None
     trained, gds = {}, {}
     for name, model in variants.items():
-        res = ctx.train(keys[name], train_config(ctx, keys[name], model, (2000, 8000), lr=lrs.get(keys[name], 1e-3)))
+        res = ctx.train(keys[name], configs[keys[name]])
         trained[keys[name]] = res
         task = res.config.task
         ev = eval_tasks(ctx, task)
@@ -799,18 +827,27 @@ def _transition(steps: list[int], losses: np.ndarray, refs: np.ndarray) -> float
     return float(steps[hit[0]]) if len(hit) else float("inf")
 
 
+def _phase_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+    """1 and 2 heads, evaluated every 25 steps."""
+    out = {}
+    for heads in (1, 2):
+        cfg = train_config(ctx, f"phase-h{heads}", {"n_layers": 1, "n_heads": heads}, (1500, 3000))
+        out[f"phase-h{heads}"] = cfg.model_copy(update={"seeds": ctx.seeds,
+                                                       "eval": cfg.eval.model_copy(update={"every": 25})})
+    return out
+
+
 @register("oswald-phase", "seed-dependent phase transitions of training, 1 vs 2 heads (Fig. 15)",
           "source 000, A.11, Fig. 15", quick_minutes=1.5, full_minutes=4.0,
-          n_seeds={"smoke": 2, "quick": 4, "full": 8})
+          n_seeds={"smoke": 2, "quick": 4, "full": 8}, models=_phase_models)
 def phase(ctx: ExperimentContext) -> None:
     """Seeds: 4 (quick) or 8 (full) by default, as the paper's figure compares many seeds' transitions."""
     seeds = ctx.seeds
+    configs = _phase_models(ctx)
     fig, axes = subplots(2, sharey=True)
     rows = []
     for ax, heads in zip(axes, (1, 2)):
-        cfg = train_config(ctx, f"phase-h{heads}", {"n_layers": 1, "n_heads": heads}, (1500, 3000))
-        cfg = cfg.model_copy(update={"seeds": seeds, "eval": cfg.eval.model_copy(update={"every": 25})})
-        res = ctx.train(f"phase-h{heads}", cfg)
+        res = ctx.train(f"phase-h{heads}", configs[f"phase-h{heads}"])
         steps, ys = curves(res, "eval_loss")
         _, ref = curves(res, "reference_loss")
         trans = [_transition(steps, y, r) for y, r in zip(ys, ref)]
@@ -834,17 +871,28 @@ def phase(ctx: ExperimentContext) -> None:
 
 
 # ------------------------------------------------------------------------------- fixed training sets
+_FIXED_SIZES = [128, 512, 2048, 8192]
+
+
+def _fixed_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+    """1-layer LSAs on fixed training sets, and one LSA + MLP block on 8192 fixed tasks (grokking)."""
+    out = {f"fixed-{m}": train_config(ctx, f"fixed-{m}", {"n_layers": 1}, (1500, 5000), train_set_size=m,
+                                      batch_size=min(2048, m)) for m in _FIXED_SIZES}
+    out["fixed-8192-mlp"] = train_config(ctx, "fixed-8192-mlp", {"n_layers": 1, "mlp": True}, (3000, 10000),
+                                         train_set_size=8192, batch_size=2048)
+    return out
+
+
 @register("oswald-fixed-data", "training on a fixed set of 128 to 8192 tasks (Fig. 16)",
-          "source 000, A.12, Fig. 16", quick_minutes=1.0, full_minutes=3.0)
+          "source 000, A.12, Fig. 16", quick_minutes=1.0, full_minutes=3.0, models=_fixed_models)
 def fixed_data(ctx: ExperimentContext) -> None:
-    sizes = [128, 512, 2048, 8192]
+    sizes = _FIXED_SIZES
+    configs = _fixed_models(ctx)
     ev = None
     rows, ratios, cos_med = [], {}, {}
     fig, axes = subplots(2)
     for m in sizes:
-        cfg = train_config(ctx, f"fixed-{m}", {"n_layers": 1}, (1500, 5000), train_set_size=m,
-                           batch_size=min(2048, m))
-        res = ctx.train(f"fixed-{m}", cfg)
+        res = ctx.train(f"fixed-{m}", configs[f"fixed-{m}"])
         task = res.config.task
         ev = eval_tasks(ctx, task) if ev is None else ev
         gd = tune_gd(tune_tasks(ctx, task), 1)
@@ -884,9 +932,7 @@ def _grokking(ctx: ExperimentContext, gd: Any) -> None:
     Adam 1e-3 and batch 2048). Per seed, on the training curve's held-out tasks: grokking = the held-out
     loss rises to at least twice its first evaluation and ends within 20% of GD (our reading of 'drastically'
     and 'almost'). Result GROKKING_SEEDS: how many seeds do; figure and table grokking."""
-    m = 8192
-    res = ctx.train("fixed-8192-mlp", train_config(ctx, "fixed-8192-mlp", {"n_layers": 1, "mlp": True},
-                                                   (3000, 10000), train_set_size=m, batch_size=2048))
+    res = ctx.train("fixed-8192-mlp", _fixed_models(ctx)["fixed-8192-mlp"])
     gd_curve = evaluate(gd, curve_tasks(res)).mean
     steps, ys = curves(res, "eval_loss")
     _, tr = curves(res, "train_loss")
@@ -914,19 +960,32 @@ def _grokking(ctx: ExperimentContext, gd: Any) -> None:
 
 
 # --------------------------------------------------------------------------------------- depths 2-4
-@register("oswald-depth", "recurrent and separate-layer LSA stacks of depth 2 to 4, and (full mode) 2 layers "
-          "with 4 heads and MLPs, vs GD and GD++ (Fig. 7, 8)", "source 000, A.5, Fig. 7, 8", quick_minutes=2.5,
-          full_minutes=33.0)
-def depth(ctx: ExperimentContext) -> None:
+def _depth_variants(ctx: ExperimentContext) -> dict[str, tuple[dict[str, Any], int]]:
+    """{name: (model, depth)}: recurrent and separate layers of depth 2-4, and (full mode) 2 layers with
+    4 heads and MLPs."""
     variants = {f"{'recurrent' if rec else 'layers'}-{k}": ({"n_layers": k, "recurrent": rec}, k)
                 for rec in (True, False) for k in (2, 3, 4)}
-    if not ctx.quick:  # the MLP model trains on the slower generic path: full mode only
+    if not ctx.quick:  # the MLP model trains on the slower fused path: full mode only
         variants["layers-2-heads4-mlp"] = ({"n_layers": 2, "n_heads": 4, "mlp": True}, 2)
+    return variants
+
+
+def _depth_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+    return {f"depth-{name}": train_config(ctx, f"depth-{name}", model, (2000, 10000))
+            for name, (model, _) in _depth_variants(ctx).items()}
+
+
+@register("oswald-depth", "recurrent and separate-layer LSA stacks of depth 2 to 4, and (full mode) 2 layers "
+          "with 4 heads and MLPs, vs GD and GD++ (Fig. 7, 8)", "source 000, A.5, Fig. 7, 8", quick_minutes=2.5,
+          full_minutes=33.0, models=_depth_models)
+def depth(ctx: ExperimentContext) -> None:
+    variants = _depth_variants(ctx)
+    configs = _depth_models(ctx)
     ev = None
     rows, summary, runs = [], {}, {}
     refs: dict[tuple[int, bool], tuple[float, float, Any, Any]] = {}
     for name, (model, k) in variants.items():
-        res = runs[name] = ctx.train(f"depth-{name}", train_config(ctx, f"depth-{name}", model, (2000, 10000)))
+        res = runs[name] = ctx.train(f"depth-{name}", configs[f"depth-{name}"])
         task = res.config.task
         ev = eval_tasks(ctx, task) if ev is None else ev
         recurrent = bool(model.get("recurrent"))

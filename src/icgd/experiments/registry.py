@@ -33,6 +33,10 @@ class Experiment:
     #: seeds the experiment needs at least, by mode (None: the study defaults of `icgd.seeds`); without
     #: --seeds it runs with this many, and it refuses fewer
     n_seeds: dict[str, int] | None = None
+    #: the models it trains, {label: config} for a context (None: not declared): what `icgd verify
+    #: --workers` trains side by side before the experiments run; `ExperimentContext.train` refuses a
+    #: model that is not declared, so the declaration cannot drift from what the experiment trains
+    models: Callable[["ExperimentContext"], dict[str, TrainConfig]] | None = None
 
     def seeds(self, mode: Mode, seeds: list[int] | None = None) -> list[int]:
         """The seeds this experiment runs with: `seeds` (checked) or its default for `mode`."""
@@ -52,12 +56,13 @@ REGISTRY: dict[str, Experiment] = {}
 
 
 def register(name: str, description: str, source: str, quick_minutes: float, full_minutes: float,
-             n_seeds: dict[str, int] | None = None):
-    """Decorator registering `fn(ctx)` as experiment `name` (n_seeds: see `Experiment.n_seeds`)."""
+             n_seeds: dict[str, int] | None = None,
+             models: Callable[["ExperimentContext"], dict[str, TrainConfig]] | None = None):
+    """Decorator registering `fn(ctx)` as experiment `name` (n_seeds, models: see `Experiment`)."""
     def deco(fn: Callable[["ExperimentContext"], None]) -> Callable[["ExperimentContext"], None]:
         if name in REGISTRY:
             raise ValueError(f"experiment {name!r} registered twice")
-        REGISTRY[name] = Experiment(name, description, source, quick_minutes, full_minutes, fn, n_seeds)
+        REGISTRY[name] = Experiment(name, description, source, quick_minutes, full_minutes, fn, n_seeds, models)
         return fn
     return deco
 
@@ -76,6 +81,8 @@ class ExperimentContext:
     options: dict[str, Any] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
     report_lines: list[str] = field(default_factory=list)
+    #: the experiment's declared models (`Experiment.models`), or None when it declares none
+    declared: dict[str, TrainConfig] | None = None
 
     @property
     def quick(self) -> bool:
@@ -92,6 +99,10 @@ class ExperimentContext:
     def train(self, label: str, config: TrainConfig) -> TrainResult:
         """Train (or reuse, or resume) `config`; cached under cache/<label>-<hash of the config>."""
         run = self._run_dir(label, config)
+        if self.declared is not None and (label not in self.declared
+                                          or self._run_dir(label, self.declared[label]) != run):
+            raise RuntimeError(f"model {label!r} is not among the models the experiment declares "
+                               f"({', '.join(self.declared) or 'none'}) with this config: declare it in register(models=...)")
         if _completed(run):
             with section("load cached model", config.name):
                 return load_run(run)
@@ -125,14 +136,15 @@ class ExperimentContext:
             tmp.replace(track_file)
         return (result if result is not None else load_run(run)), track
 
+    def run_dir(self, label: str, config: TrainConfig) -> Path:
+        """Where `train(label, config)` caches the model."""
+        return self._run_dir(label, config)
+
     def _run_dir(self, label: str, config: TrainConfig) -> Path:
         return self.cache / f"{label}-{config_fingerprint(config, self.device)}"
 
     def _train_to(self, run: Path, config: TrainConfig, stop_after: int | None = None) -> TrainResult:
-        """Start the run in `run`, or resume it when it was started, until `stop_after` or the end."""
-        if (run / "config.yaml").is_file():
-            return train(out=run, resume=True, device=self.device, quiet=self.quiet, stop_after=stop_after)
-        return train(config, run, device=self.device, quiet=self.quiet, stop_after=stop_after)
+        return train_into(run, config, self.device, self.quiet, stop_after)
 
     # ----------------------------------------------------------------------------------- outputs
     def table(self, name: str, rows: list[dict[str, Any]]) -> Path:
@@ -162,6 +174,19 @@ class ExperimentContext:
 
     def note(self, text: str) -> None:
         self.report_lines.append(f"\n{text}\n")
+
+
+def train_into(run: Path, config: TrainConfig, device: str = "cpu", quiet: bool = True,
+               stop_after: int | None = None) -> TrainResult:
+    """Start the run in `run`, or resume it when it was started, until `stop_after` or the end."""
+    if (run / "config.yaml").is_file():
+        return train(out=run, resume=True, device=device, quiet=quiet, stop_after=stop_after)
+    return train(config, run, device=device, quiet=quiet, stop_after=stop_after)
+
+
+def completed(run: Path) -> bool:
+    """Whether the training run directory `run` holds a finished run."""
+    return _completed(run)
 
 
 def _completed(run: Path) -> bool:

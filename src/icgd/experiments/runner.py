@@ -37,6 +37,8 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
     out = Path(out)
     ctx = ExperimentContext(out, Path(cache) if cache else out.parent / "_train", mode, exp.seeds(mode, seeds),
                             device, quiet, dict(options or {}))
+    if exp.models is not None:
+        ctx.declared = exp.models(ctx)
     t0 = time.perf_counter()
     torch.set_grad_enabled(True)
     exp.fn(ctx)

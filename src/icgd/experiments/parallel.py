@@ -1,0 +1,123 @@
+"""Training a suite's models side by side before its experiments run (`icgd verify SUITE --workers N`).
+
+Experiments declare the models they train (`register(models=...)`). With N workers, `verify` first trains
+every declared model that is not cached yet, N at a time in separate processes with cores / N torch threads
+each, longest first; the experiments then run one after another as before and load those models from the
+cache. Each model trains into the same run directory, with the same config and seeds, as a serial run: the
+weights are bit-for-bit those of a serial run (training does not depend on the thread count; tested), so
+every result is the same. It pays because the small per-task products of one training scale poorly
+over threads: on the 2-core machine two trainings of one thread each did 1.3-1.6x the work of one training
+of two threads (README, "Speed"). A model whose training fails is reported, and trained again by its
+experiment, which then raises the error as a serial run would.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from icgd.experiments.registry import ExperimentContext, Mode, completed, train_into
+from icgd.train.config import TrainConfig
+
+
+@dataclass(frozen=True)
+class Job:
+    """One declared model: its label, its cache directory and its config."""
+
+    label: str
+    run: Path
+    config: TrainConfig
+
+
+def planned(experiments: list[str], out: Path, cache: Path, mode: Mode, seeds: list[int] | None,
+            device: str = "cpu", options: dict[str, Any] | None = None) -> list[Job]:
+    """The declared models of `experiments` not yet trained in `cache` (each once, however many
+    experiments share it), costliest first (`cost`)."""
+    from icgd.experiments.runner import get_experiment
+
+    jobs: dict[Path, Job] = {}
+    for name in experiments:
+        exp = get_experiment(name)
+        if exp.models is None:
+            continue
+        ctx = ExperimentContext(out / name, cache, mode, exp.seeds(mode, seeds), device, True, dict(options or {}))
+        for label, config in exp.models(ctx).items():
+            run = ctx.run_dir(label, config)
+            if not completed(run):
+                jobs.setdefault(run, Job(label, run, config))
+    return sorted(jobs.values(), key=lambda j: -cost(j.config))
+
+
+def cost(config: TrainConfig) -> float:
+    """A rough relative cost of training `config` (only to start the longest trainings first):
+    steps x seeds x batch x layers x heads, x3 with MLPs (measured rates, README "Speed")."""
+    m = config.model
+    layers = getattr(m, "n_layers", 1)
+    attention = getattr(m, "attention", None)
+    heads = getattr(attention, "n_heads", 1) if attention is not None else 1
+    mlp = 3.0 if getattr(m, "mlp", False) else 1.0
+    return float(config.steps * len(config.seeds) * config.batch_size * layers * heads * mlp)
+
+
+def _init_worker(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def _train_job(job: Job, device: str) -> dict[str, Any]:
+    """Train (or resume) one job in a worker process: {"model", "seconds", "status", "error"?}."""
+    t0 = time.perf_counter()
+    try:
+        res = train_into(job.run, job.config, device, quiet=True)
+        status = res.summary.get("status", "completed")
+        return {"model": job.label, "seconds": round(time.perf_counter() - t0, 1), "status": status}
+    except Exception as err:  # reported; the experiment trains it again and raises as a serial run would
+        return {"model": job.label, "seconds": round(time.perf_counter() - t0, 1), "status": "failed",
+                "error": f"{type(err).__name__}: {err}"}
+
+
+def train_side_by_side(jobs: list[Job], workers: int, device: str = "cpu", quiet: bool = False,
+                       threads: int | None = None) -> list[dict[str, Any]]:
+    """Train `jobs` in `workers` processes of `threads` torch threads each (default: the cores this process
+    may use / workers, at least 1); returns one record per job, in the order they finished. Ctrl-C stops the
+    workers; what they trained is checkpointed and resumes on the next run."""
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    if not jobs:
+        return []
+    if threads is None:
+        threads = max(1, _cores() // workers)
+    spawn = multiprocessing.get_context("spawn")  # no fork after torch's thread pools have started
+    records: list[dict[str, Any]] = []
+    say = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    say(f"training {len(jobs)} models side by side: {workers} workers x {threads} threads")
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=spawn, initializer=_init_worker,
+                             initargs=(threads,)) as pool:
+        pending: dict[Future, Job] = {pool.submit(_train_job, job, device): job for job in jobs}
+        try:
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    job = pending.pop(fut)
+                    rec = fut.result()
+                    records.append(rec)
+                    extra = f": {rec['error']}" if "error" in rec else ""
+                    say(f"  [{len(records)}/{len(jobs)}] {job.label}: {rec['status']} in {rec['seconds']:.0f} s{extra}")
+        except KeyboardInterrupt:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    return records
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
