@@ -4,7 +4,8 @@
 
 CONFIG is a preset or a YAML file, as for `icgd train` (e.g. `lsa-1 model.layer_norm=true`). Every backend
 that can compute the model runs the same config on the same batch: "compiled" (`icgd.train.compiled`),
-"fused" (`icgd.train.fused`, PyTorch products) and "generic" (vmap over each seed's module); see
+"fused-heads" (`icgd.train.fused` with each head's attention by the compiled kernel), "fused" (PyTorch
+products only) and "generic" (vmap over each seed's module); see
 `icgd.train.backends`. Prints the median over `reps` steps after one warm-up step.
 """
 
@@ -32,7 +33,7 @@ def step_ms(config, reps: int) -> dict[str, float]:
         params[k].requires_grad_(True)
     batch = TaskStream(config, "cpu").next()
     out = {}
-    for name in ("compiled", "fused", "generic"):
+    for name in ("compiled", "fused-heads", "fused", "generic"):
         try:
             fn = backend(config, name).loss_fn
         except ValueError:  # this backend cannot compute the model

@@ -3,7 +3,9 @@
 Three backends compute the same losses (tested equal in value and gradient):
 - "compiled": C code for one-head linear or softmax attention stacks on the CPU (`icgd.train.compiled`);
 - "fused": PyTorch products written out for linear or softmax attention stacks on concatenated tokens,
-  any head count, MLP and LayerNorm, any device (`icgd.train.fused`);
+  any head count, MLP and LayerNorm, any device (`icgd.train.fused`); on the CPU, where the C code
+  compiled, each head's attention is a call of the compiled kernel and the rest (heads summed, residual,
+  LayerNorm, MLP) stays in PyTorch;
 - "generic": any model, each seed's module called through `torch.func.vmap` (about 10x slower).
 
 `select(config, device)` picks the fastest that applies; each backend has one eligibility rule
@@ -75,13 +77,18 @@ def select(config: TrainConfig, device: torch.device | str = "cpu") -> Backend:
     no_compiled = compiled_ineligible(config, device)
     if no_compiled is None:
         return Backend("compiled", "one-head attention stack on the CPU", _stack_losses(config, compiled_ok=True))
-    return Backend("fused", f"compiled backend not eligible: {no_compiled}", _stack_losses(config, compiled_ok=False))
+    extra = "; each head's attention by the compiled kernel" if _heads_compiled(config, device) else ""
+    return Backend("fused", f"compiled backend not eligible: {no_compiled}{extra}",
+                   _stack_losses(config, compiled_ok=False, heads_compiled=None))
 
 
-def _stack_losses(config: TrainConfig, compiled_ok: bool) -> LossFn:
-    """The fused (or, with `compiled_ok`, compiled) per-seed losses of an eligible attention stack."""
+def _stack_losses(config: TrainConfig, compiled_ok: bool, heads_compiled: bool | None = False) -> LossFn:
+    """The fused (or, with `compiled_ok`, compiled) per-seed losses of an eligible attention stack;
+    heads_compiled: each head by the compiled kernel in the fused path (None: where it can; False: PyTorch
+    products only, as `backend(config, "fused")` asks for, to compare the paths)."""
     stack_cfg = config.stack_config()
-    return lambda params, *batch: fused.lsa_losses(params, stack_cfg, *batch, compiled_ok=compiled_ok)
+    return lambda params, *batch: fused.lsa_losses(params, stack_cfg, *batch, compiled_ok=compiled_ok,
+                                                   heads_compiled=heads_compiled)
 
 
 def _generic_losses(config: TrainConfig) -> LossFn:
@@ -102,13 +109,25 @@ def _generic_losses(config: TrainConfig) -> LossFn:
 
 
 def backend(config: TrainConfig, name: str, device: torch.device | str = "cpu") -> Backend:
-    """Backend `name` ("compiled", "fused" or "generic") for `config`, whether or not `select` would pick it
-    (to compare backends); ValueError with the reason when it cannot compute this config."""
+    """Backend `name` for `config`, whether or not `select` would pick it (to compare backends): "compiled",
+    "fused-heads" (the fused path with each head by the compiled kernel: what `select` picks for stacks
+    the compiled backend does not take whole), "fused" (PyTorch products only) or "generic"; ValueError
+    with the reason when it cannot compute this config."""
     if name == "generic":
         return Backend("generic", "asked for", _generic_losses(config))
-    reason = fused_ineligible(config) if name == "fused" else compiled_ineligible(config, device)
-    if name not in ("fused", "compiled"):
-        raise ValueError(f"unknown backend {name!r}; known: compiled, fused, generic")
+    if name not in ("fused", "fused-heads", "compiled"):
+        raise ValueError(f"unknown backend {name!r}; known: compiled, fused-heads, fused, generic")
+    reason = compiled_ineligible(config, device) if name == "compiled" else fused_ineligible(config)
+    if reason is None and name == "fused-heads" and not _heads_compiled(config, device):
+        reason = f"the compiled kernel does not run here ({compiled.status()})"
     if reason is not None:
         raise ValueError(f"the {name} backend cannot compute this config: {reason}")
-    return Backend(name, "asked for", _stack_losses(config, compiled_ok=name == "compiled"))
+    return Backend(name, "asked for", _stack_losses(config, compiled_ok=name == "compiled",
+                                                     heads_compiled=name == "fused-heads"))
+
+
+def _heads_compiled(config: TrainConfig, device: torch.device | str) -> bool:
+    """Whether the fused path can compute each head's attention with the compiled kernel."""
+    t = config.task
+    width = t.dx + t.dy + (-(t.dx + t.dy) % 4)  # the fused path's padded token width
+    return fused.compiled_heads(config.stack_config(), DTYPES[config.dtype], device, t.n_context + t.n_queries, width)

@@ -108,11 +108,13 @@ def _softmax_update(params: dict[str, Tensor], p: str, x: Tensor, ctx: Tensor, d
 
 def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
                     query_x: Tensor, n_steps: int | None = None, dampening: float | None = None,
-                    compiled_ok: bool | None = None) -> Tensor:
+                    compiled_ok: bool | None = None, heads_compiled: bool | None = None) -> Tensor:
     """Query predictions (S, B, Q, Dy) of S seed-stacked LSA stacks.
 
     context_x (B, N, Dx) or (S, B, N, Dx); context_y (..., N, Dy); query_x (..., Q, Dx).
-    compiled_ok: run the compiled backend (None: where `use_compiled` says it can).
+    compiled_ok: run the compiled backend (None: where `use_compiled` says it can). heads_compiled: when
+    not, compute each head's attention with the compiled kernel (None: where `compiled_heads` says it can;
+    False: PyTorch products only).
     """
     reason = ineligible(config)
     if reason is not None:
@@ -134,6 +136,9 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
     zeros = [context_x.new_zeros(*context_x.shape[:-1], pad), query_x.new_zeros(*query_x.shape[:-1], dy + pad)]
     ctx = torch.cat([context_x, context_y, zeros[0]], -1)
     qry = torch.cat([query_x, zeros[1]], -1)
+    # each head's attention by the compiled kernel, the rest (heads summed, residual, LayerNorm, MLP) here
+    per_head = (compiled_heads(config, ctx.dtype, ctx.device, ctx.shape[-2] + qry.shape[-2], d + pad)
+                if heads_compiled is None else heads_compiled)
     x = None  # all tokens (context then queries) once a layer has mixed them
     for step in range(n_steps):
         blk = 0 if config.recurrent else step
@@ -149,7 +154,13 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
             h_in = _layer_norm(params, f"layers.{blk}.ln1.", x_in, d)
             h_ctx = _layer_norm(params, f"layers.{blk}.ln1.", ctx, d) if last else h_in.split(
                 [n, h_in.shape[-2] - n], -2)[0]
-        if config.attention.kernel == "softmax":
+        # one linear head on tokens shared by the seeds (data) stays on `_SharedLinearAttention`, which
+        # computes C once for all seeds
+        shared_one = (h_in.dim() == 3 and h_ctx.dim() == 3 and config.attention.kernel == "linear"
+                      and config.attention.n_heads == 1)
+        if per_head and not shared_one:
+            upd = _compiled_heads_update(params, p, config, h_in, h_ctx, n, last, (dx, d) if y_only else None, d + pad)
+        elif config.attention.kernel == "softmax":
             upd = _softmax_update(params, p, h_in, h_ctx, d + pad, config.attention.normalize,
                                   (dx, d) if y_only else None)
         else:
@@ -193,6 +204,44 @@ def _compiled_predictions(params: dict[str, Tensor], config: StackConfig, contex
             return -compiled.from_blocks(y, b)
         tok = compiled.attention(tok, m, u, n, 0, t, scale, residual=0, lam=lam, clip=config.clip, kind=kind)
     raise AssertionError("unreachable")
+
+
+def compiled_heads(config: StackConfig, dtype: torch.dtype, device: torch.device | str, n_tokens: int,
+                   width: int) -> bool:
+    """Whether the fused path computes each head's attention with the compiled kernel: on the CPU in
+    float32/64 where the kernel compiled and the tokens fit, for the stacks the compiled backend does not
+    take whole (several heads, MLP or LayerNorm). Its speed against the PyTorch products: README, "Speed"
+    (`benchmarks/compute_paths.py` times both)."""
+    from icgd.train.compiled import _disabled, fits, load
+
+    return (torch.device(device).type == "cpu" and dtype in (torch.float32, torch.float64) and not _disabled()
+            and fits(n_tokens, width, dtype) and load() is not None)
+
+
+def _compiled_heads_update(params: dict[str, Tensor], p: str, config: StackConfig, h_in: Tensor, h_ctx: Tensor,
+                           n: int, last: bool, rows: tuple[int, int] | None, d_pad: int) -> Tensor:
+    """The attention update (S, B, T, G) of the tokens h_in over the context h_ctx, one compiled call per
+    head (heads summed): h_in holds every token (context first) except in the last layer, where it holds
+    the queries only; output coordinates rows[0]:rows[1] when `rows`."""
+    kind = config.attention.kernel
+    if last:  # the kernel reads the context as the first n rows of one token tensor
+        if h_in.dim() != h_ctx.dim():
+            s_n = max(h_in.shape[0] if h_in.dim() == 4 else 1, h_ctx.shape[0] if h_ctx.dim() == 4 else 1)
+            h_in, h_ctx = (t if t.dim() == 4 else t.expand(s_n, *t.shape) for t in (h_in, h_ctx))
+        tokens, q0 = torch.cat([h_ctx, h_in], -2), n
+    else:
+        tokens, q0 = h_in, 0
+    b, t = tokens.shape[-3], tokens.shape[-2]
+    tok = compiled.to_blocks(tokens)
+    m, u = _multiplied_out(params, p, kind == "softmax", d_pad)  # (S, H, Dp, Dp)
+    if rows is not None:
+        u = u[..., rows[0]:rows[1], :]
+    scale = 1.0 / n if config.attention.normalize == "count" else 1.0
+    out = None
+    for h in range(m.shape[1]):
+        o = compiled.attention(tok, m[:, h], u[:, h], n, q0, t, scale, kind=kind)
+        out = o if out is None else out + o
+    return compiled.from_blocks(out, b)
 
 
 def _layer_norm(params: dict[str, Tensor], p: str, x: Tensor, d: int, eps: float = 1e-5) -> Tensor:
@@ -331,8 +380,10 @@ class _SharedLinearAttention(torch.autograd.Function):
 
 
 def lsa_losses(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
-               query_x: Tensor, query_y: Tensor, compiled_ok: bool | None = None) -> Tensor:
+               query_x: Tensor, query_y: Tensor, compiled_ok: bool | None = None,
+               heads_compiled: bool | None = None) -> Tensor:
     """Per-seed training losses (S,): mean over tasks and queries of 0.5 * ||y_hat - y||^2 (the squared-error
     objective of the regression tasks, `icgd.tasks.base`)."""
-    pred = lsa_predictions(params, config, context_x, context_y, query_x, compiled_ok=compiled_ok)
+    pred = lsa_predictions(params, config, context_x, context_y, query_x, compiled_ok=compiled_ok,
+                           heads_compiled=heads_compiled)
     return 0.5 * ((pred - query_y) ** 2).sum(-1).mean((-1, -2))
