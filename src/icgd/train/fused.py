@@ -212,10 +212,8 @@ def compiled_heads(config: StackConfig, dtype: torch.dtype, device: torch.device
     float32/64 where the kernel compiled and the tokens fit, for the stacks the compiled backend does not
     take whole (several heads, MLP or LayerNorm). Its speed against the PyTorch products: README, "Speed"
     (`benchmarks/compute_paths.py` times both)."""
-    from icgd.train.compiled import _disabled, fits, load
-
-    return (torch.device(device).type == "cpu" and dtype in (torch.float32, torch.float64) and not _disabled()
-            and fits(n_tokens, width, dtype) and load() is not None)
+    return (torch.device(device).type == "cpu" and dtype in (torch.float32, torch.float64)
+            and compiled.fits(n_tokens, width, dtype) and compiled.load() is not None)
 
 
 def _compiled_heads_update(params: dict[str, Tensor], p: str, config: StackConfig, h_in: Tensor, h_ctx: Tensor,
