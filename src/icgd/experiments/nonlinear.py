@@ -95,8 +95,15 @@ def _rms(x: Tensor) -> float:
     return float(x.pow(2).mean().sqrt())
 
 
+def _sine_models(ctx: ExperimentContext, code: bool = False) -> dict[str, TrainConfig]:
+    """The trained TF and its control (a GD layer on the same MLP features)."""
+    tag = "sine-code" if code else "sine"
+    return {f"{tag}-lsa": sine_config(ctx, False, code), f"{tag}-gd": sine_config(ctx, True, code)}
+
+
 @register("oswald-sine", "sine waves: embedding + MLP + LSA vs the same with a GD layer on the MLP features "
-          "(Fig. 4)", "source 000, sec. 3, Fig. 4, A.7-A.8", quick_minutes=8.0, full_minutes=40.0)
+          "(Fig. 4)", "source 000, sec. 3, Fig. 4, A.7-A.8", quick_minutes=8.0, full_minutes=40.0,
+          models=_sine_models)
 def sine(ctx: ExperimentContext) -> None:
     _sine_study(ctx, code=False)
 
@@ -104,7 +111,7 @@ def sine(ctx: ExperimentContext) -> None:
 @register("oswald-sine-code", "the sine study in the official code's set-up: A ~ U(0.1, 0.5) with a coupled "
           "phase, batch 2048, 20,000 steps, small init, the control's eta fixed at 0.1 (Fig. 4)",
           "source 000, Fig. 4; self-organising-systems non_linear_regression.ipynb", quick_minutes=60.0,
-          full_minutes=1440.0)
+          full_minutes=1440.0, models=lambda ctx: _sine_models(ctx, code=True))
 def sine_code(ctx: ExperimentContext) -> None:
     """The official set-up is heavy on a CPU (batch 2048, generic training path): 0.48 s per seed-step for the
     TF and 0.23 s for the control, measured on the 2-core machine while two other jobs ran, so about an hour
@@ -114,8 +121,9 @@ def sine_code(ctx: ExperimentContext) -> None:
 
 def _sine_study(ctx: ExperimentContext, code: bool) -> None:
     tag = "sine-code" if code else "sine"
-    tf_run = ctx.train(f"{tag}-lsa", sine_config(ctx, False, code))
-    gd_run = ctx.train(f"{tag}-gd", sine_config(ctx, True, code))
+    models = _sine_models(ctx, code)
+    tf_run = ctx.train(f"{tag}-lsa", models[f"{tag}-lsa"])
+    gd_run = ctx.train(f"{tag}-gd", models[f"{tag}-gd"])
     task = SineRegression(**{k: v for k, v in CODE_SINE_TASK.items() if k != "kind"}) if code else SineRegression()
     ev = eval_tasks(ctx, task, EVAL_SEED)
     on_grid = task.sample(size(ctx, GRID_TASKS), make_generator(EVAL_SEED + 1), dtype=torch.float64, query_x=GRID)
