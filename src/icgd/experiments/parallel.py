@@ -5,10 +5,11 @@ every declared model that is not cached yet, N at a time in separate processes w
 each, longest first; the experiments then run one after another as before and load those models from the
 cache. Each model trains into the same run directory, with the same config and seeds, as a serial run: the
 weights are bit-for-bit those of a serial run (training does not depend on the thread count; tested), so
-every result is the same. It pays because the small per-task products of one training scale poorly
-over threads: on the 2-core machine two trainings of one thread each did 1.3-1.6x the work of one training
-of two threads (README, "Speed"). A model whose training fails is reported, and trained again by its
-experiment, which then raises the error as a serial run would.
+every result is the same. It pays where one training's small per-task products scale poorly over threads
+and hurts where they scale well: on the 2-core machine two 1-thread trainings side by side did 1.37x the
+work of one 2-thread training for a 2-layer LSA and 0.78x for the 5-layer one
+(`benchmarks/side_by_side.py`, README). A model whose training fails is reported, and trained again by
+its experiment, which then raises the error as a serial run would.
 """
 
 from __future__ import annotations
