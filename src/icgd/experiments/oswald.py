@@ -464,7 +464,7 @@ def _deep_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 
 
 @register("oswald-deep", "recurrent 2-layer and 5-layer LSA vs GD and GD++ (Fig. 3, 7, 8)",
-          "source 000, sec. 3 'Multiple steps', Fig. 3, A.10", quick_minutes=2.0, full_minutes=20.0,
+          "source 000, sec. 3 'Multiple steps', Fig. 3, A.10", quick_minutes=2.0, full_minutes=10.5,
           models=_deep_models)
 def deep(ctx: ExperimentContext) -> None:
     models = _deep_models(ctx)
@@ -712,7 +712,7 @@ def _softmax_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 
 
 @register("oswald-softmax", "softmax attention with 1 and 2 heads, and LayerNorm, vs one GD step "
-          "(Fig. 11, 12, 14)", "source 000, A.9", quick_minutes=2.0, full_minutes=13.0, models=_softmax_models)
+          "(Fig. 11, 12, 14)", "source 000, A.9", quick_minutes=2.0, full_minutes=9.5, models=_softmax_models)
 def softmax_layernorm(ctx: ExperimentContext) -> None:
     variants, keys, configs = _SOFTMAX_VARIANTS, _SOFTMAX_KEYS, _softmax_models(ctx)
     fig, axes = subplots(2)
@@ -977,7 +977,7 @@ def _depth_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 
 @register("oswald-depth", "recurrent and separate-layer LSA stacks of depth 2 to 4, and (full mode) 2 layers "
           "with 4 heads and MLPs, vs GD and GD++ (Fig. 7, 8)", "source 000, A.5, Fig. 7, 8", quick_minutes=2.5,
-          full_minutes=33.0, models=_depth_models)
+          full_minutes=28.5, models=_depth_models)
 def depth(ctx: ExperimentContext) -> None:
     variants = _depth_variants(ctx)
     configs = _depth_models(ctx)
