@@ -234,3 +234,25 @@ def test_student_t_quantiles_and_intervals():
     m, lo, hi = mean_ci([1.0, 2.0, 3.0, 4.0, 5.0])
     assert m == 3.0 and hi - m == pytest.approx(2.7764 * (2.5 ** 0.5) / 5 ** 0.5, rel=1e-4)
     assert m - lo == pytest.approx(hi - m, rel=1e-12)
+
+
+@pytest.mark.parametrize("model", [{"n_layers": 3, "clip": 2.0}, {"n_layers": 2, "n_heads": 2, "mlp": True,
+                                                                   "layer_norm": True},
+                                   {"kind": "lstm", "n_layers": 1}])
+def test_seed_losses_equal_each_seeds_evaluation(model, tmp_path):
+    """The analyses' all-seeds-at-once losses (fused path; seed by seed where it does not apply) equal
+    `evaluate` of each seed's learner to float64 rounding."""
+    from icgd.episodes import make_generator
+    from icgd.experiments.common import seed_learners, seed_losses
+    from icgd.metrics import evaluate
+    from icgd.train.engine import TrainResult
+    from icgd.train.models import init_params
+
+    cfg = build_config({"name": "t", "model": model | ({} if "kind" in model else {"init_scale": 1.0}),
+                        "seeds": [0, 1, 2], "dtype": "float64"})
+    res = TrainResult(tmp_path, {}, cfg, init_params(cfg))
+    ev = cfg.task.sample(300, make_generator(5), dtype=torch.float64)
+    fast = seed_losses(res, ev, chunk=128)  # several chunks
+    slow = [evaluate(lr, ev).mean for lr in seed_learners(res)]
+    assert fast == pytest.approx(slow, rel=1e-12, abs=0)
+    assert len(set(fast)) == 3  # three different seeds, not one seed three times

@@ -108,6 +108,29 @@ def seed_learners(res: TrainResult) -> list[Any]:
     return [res.learner(s).to("cpu", torch.float64) for s in res.config.seeds]
 
 
+def seed_losses(res: TrainResult, ev: Episodes, chunk: int = 4096) -> list[float]:
+    """`evaluate(learner, ev).mean` for each of `seed_learners(res)` (float64, CPU), computed for all seeds at
+    once by the fused training path where it computes the model (the same numbers to float64 rounding:
+    tests/test_experiments.py), else seed by seed. Measured: the module path's per-seed einsums took 134 s
+    of oswald-depth's 188 s of analyses (cProfile of `icgd reproduce oswald-depth` on cached models)."""
+    from icgd.metrics import Stat, evaluate, query_loss
+    from icgd.profiling import section
+    from icgd.train.backends import fused_ineligible
+    from icgd.train.fused import lsa_predictions
+
+    if fused_ineligible(res.config) is not None or ev.query_y is None:
+        return [evaluate(lr, ev).mean for lr in seed_learners(res)]
+    params = {k: v.detach().to("cpu", torch.float64) for k, v in res.params.items()}
+    stack = res.config.stack_config()
+    parts = []
+    with section("evaluate"), torch.no_grad():
+        for e in ([ev] if ev.batch_size <= chunk else ev.split(chunk)):
+            pred = lsa_predictions(params, stack, e.context_x, e.context_y, e.query_x)  # (S, B, Q, Dy)
+            parts.append(query_loss(pred, e.query_y.expand_as(pred)))
+    losses = torch.cat(parts, dim=-1)  # (S, B)
+    return [Stat.of(row).mean for row in losses]
+
+
 def curves(res: TrainResult, key: str) -> tuple[list[int], np.ndarray]:
     """(steps, seeds x steps) of metric `key` from a run's metrics.csv."""
     table = RunDir(res.run_dir).metrics_frame().pivot(index="seed", columns="step", values=key)

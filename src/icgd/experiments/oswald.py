@@ -25,6 +25,7 @@ from icgd.experiments.common import (
     one_layer_model,
     one_layer_run,
     seed_learners,
+    seed_losses,
     size,
     train_config,
     tune_tasks,
@@ -568,7 +569,6 @@ def _deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainRe
     |TF / GD++ - 1| for alpha <= 1.5, over A.2's two families (result DEEP_OOD, also returned by model) and
     over all five (DEEP_OOD_ALL); figure and table `name`."""
     palette = [COLORS["tf"], COLORS["other"], COLORS["gdpp"], COLORS["interp"], COLORS["gd"], "#8c564b", "#e377c2"]
-    learners = {tag: seed_learners(res) for tag, (res, _) in models.items()}
     fig, axes = subplots(len(OOD_FAMILIES), width=3.2)
     rows, devs, devs_all = [], {tag: [] for tag in models}, {tag: [] for tag in models}
     for ax, (fam, make) in zip(axes, OOD_FAMILIES.items()):
@@ -577,7 +577,7 @@ def _deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainRe
             ev = eval_tasks(ctx, make(task, a), EVAL_SEED + i, OOD_TASKS)
             for tag, (_, ref) in models.items():
                 g = evaluate(ref, ev).mean
-                per_seed = [evaluate(lr, ev).mean for lr in learners[tag]]
+                per_seed = seed_losses(models[tag][0], ev)
                 t = median(per_seed)
                 curves_[tag][0].append(t)
                 curves_[tag][1].append(g)
