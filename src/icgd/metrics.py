@@ -92,7 +92,8 @@ def accuracy(probs: Tensor, target: Tensor) -> Tensor:
 MEASURES: dict[str, LossFn] = {"squared_error": query_loss, "cross_entropy": cross_entropy, "accuracy": accuracy}
 
 
-def _chunks(ep: Episodes, chunk: int | None) -> list[Episodes]:
+def chunks(ep: Episodes, chunk: int | None) -> list[Episodes]:
+    """`ep` in pieces of at most `chunk` tasks (one piece when chunk is None)."""
     return [ep] if chunk is None or chunk >= ep.batch_size else ep.split(chunk)
 
 
@@ -103,7 +104,7 @@ def task_losses(learner: Learner, ep: Episodes, chunk: int | None = 4096, loss: 
     if ep.query_y is None:
         raise ValueError("these episodes have no query targets, so no loss can be computed")
     with torch.no_grad():
-        return torch.cat([loss(learner.predict(e), e.query_y) for e in _chunks(ep, chunk)])
+        return torch.cat([loss(learner.predict(e), e.query_y) for e in chunks(ep, chunk)])
 
 
 def evaluate(learner: Learner, ep: Episodes, chunk: int | None = 4096, loss: LossFn = query_loss) -> Stat:
@@ -132,7 +133,7 @@ def alignment(a: Learner, b: Learner, ep: Episodes, chunk: int | None = 4096) ->
     """Prediction difference, sensitivity cosine and sensitivity L2 between learners `a` and `b`
     on the same episodes (each a per-task mean over queries, then a Stat over tasks)."""
     pd, cos, l2 = [], [], []
-    for e in _chunks(ep, chunk):
+    for e in chunks(ep, chunk):
         with torch.no_grad():
             pd.append((a.predict(e) - b.predict(e)).norm(dim=-1).mean(-1))
         sa, sb = sensitivities(a, e).flatten(-2), sensitivities(b, e).flatten(-2)

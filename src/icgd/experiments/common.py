@@ -113,7 +113,7 @@ def seed_losses(res: TrainResult, ev: Episodes, chunk: int = 4096) -> list[float
     once by the fused training path where it computes the model (the same numbers to float64 rounding:
     tests/test_experiments.py), else seed by seed. Measured: the module path's per-seed einsums took 134 s
     of oswald-depth's 188 s of analyses (cProfile of `icgd reproduce oswald-depth` on cached models)."""
-    from icgd.metrics import Stat, evaluate, query_loss
+    from icgd.metrics import Stat, chunks, evaluate, query_loss
     from icgd.profiling import section
     from icgd.train.backends import fused_ineligible
     from icgd.train.fused import lsa_predictions
@@ -124,7 +124,7 @@ def seed_losses(res: TrainResult, ev: Episodes, chunk: int = 4096) -> list[float
     stack = res.config.stack_config()
     parts = []
     with section("evaluate"), torch.no_grad():
-        for e in ([ev] if ev.batch_size <= chunk else ev.split(chunk)):
+        for e in chunks(ev, chunk):
             pred = lsa_predictions(params, stack, e.context_x, e.context_y, e.query_x)  # (S, B, Q, Dy)
             parts.append(query_loss(pred, e.query_y.expand_as(pred)))
     losses = torch.cat(parts, dim=-1)  # (S, B)

@@ -761,7 +761,8 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
                f"{r['layernorm-between.cosine_median']:.4f}")
     ctx.report("LayerNorm before attention loses performance against GD (Fig. 14)",
                f"loss / GD {r['layernorm.loss_over_gd_median']:.3f}, cosine {r['layernorm.cosine_median']:.4f}")
-    axes[0].axhline(evaluate(gds["softmax1"], curve_tasks(trained["softmax1"])).mean, color=COLORS["gd"], linestyle="--", label="GD, 1 step")
+    axes[0].axhline(evaluate(gds["softmax1"], curve_tasks(trained["softmax1"])).mean, color=COLORS["gd"],
+                    linestyle="--", label="GD, 1 step")
     axes[0].set_yscale("log")
     label_axes(axes, ("loss", "sensitivity cosine with GD"), ("loss", "cosine"))
     ctx.figure("softmax_layernorm", fig)

@@ -103,7 +103,7 @@ class ExperimentContext:
                                           or self._run_dir(label, self.declared[label]) != run):
             raise RuntimeError(f"model {label!r} is not among the models the experiment declares "
                                f"({', '.join(self.declared) or 'none'}) with this config: declare it in register(models=...)")
-        if _completed(run):
+        if completed(run):
             with section("load cached model", config.name):
                 return load_run(run)
         with section("train steps", config.name):
@@ -186,10 +186,6 @@ def train_into(run: Path, config: TrainConfig, device: str = "cpu", quiet: bool 
 
 def completed(run: Path) -> bool:
     """Whether the training run directory `run` holds a finished run."""
-    return _completed(run)
-
-
-def _completed(run: Path) -> bool:
     summary = run / "summary.json"
     return summary.is_file() and json.loads(summary.read_text()).get("status") == "completed"
 

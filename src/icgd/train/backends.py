@@ -129,5 +129,5 @@ def backend(config: TrainConfig, name: str, device: torch.device | str = "cpu") 
 def _heads_compiled(config: TrainConfig, device: torch.device | str) -> bool:
     """Whether the fused path can compute each head's attention with the compiled kernel."""
     t = config.task
-    width = t.dx + t.dy + (-(t.dx + t.dy) % 4)  # the fused path's padded token width
+    width = fused.padded_width(t.dx + t.dy)
     return fused.compiled_heads(config.stack_config(), DTYPES[config.dtype], device, t.n_context + t.n_queries, width)

@@ -226,6 +226,12 @@ def ineligible(config, dtype: torch.dtype, device: torch.device | str, n_tokens:
         return f"{config.attention.n_heads} heads (it computes one)"
     if config.mlp or config.layer_norm:
         return "MLP or LayerNorm blocks (it computes attention-only stacks)"
+    return unavailable(dtype, device, n_tokens, width)
+
+
+def unavailable(dtype: torch.dtype, device: torch.device | str, n_tokens: int, width: int) -> str | None:
+    """Why the compiled code cannot compute one head's attention over n_tokens tokens of this width here, or
+    None when it can: float32/float64 on the CPU, tokens that fit its buffers, a library that compiled."""
     if torch.device(device).type != "cpu" or dtype not in (torch.float32, torch.float64):
         return f"{dtype} on {torch.device(device)} (it runs float32/float64 on the CPU)"
     if not fits(n_tokens, width, dtype):

@@ -132,7 +132,7 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
     # zero-pad the token width to a multiple of 4: the padded coordinates stay exactly 0 (their rows and
     # columns of M and U are 0) and small matrix products of width 12 run twice as fast as width 11
     d = dx + dy
-    pad = -d % 4
+    pad = padded_width(d) - d
     zeros = [context_x.new_zeros(*context_x.shape[:-1], pad), query_x.new_zeros(*query_x.shape[:-1], dy + pad)]
     ctx = torch.cat([context_x, context_y, zeros[0]], -1)
     qry = torch.cat([query_x, zeros[1]], -1)
@@ -206,14 +206,18 @@ def _compiled_predictions(params: dict[str, Tensor], config: StackConfig, contex
     raise AssertionError("unreachable")
 
 
+def padded_width(d: int) -> int:
+    """The token width the fused path computes with: d zero-padded to a multiple of 4."""
+    return d + (-d % 4)
+
+
 def compiled_heads(config: StackConfig, dtype: torch.dtype, device: torch.device | str, n_tokens: int,
                    width: int) -> bool:
-    """Whether the fused path computes each head's attention with the compiled kernel: on the CPU in
-    float32/64 where the kernel compiled and the tokens fit, for the stacks the compiled backend does not
-    take whole (several heads, MLP or LayerNorm). Its speed against the PyTorch products: README, "Speed"
+    """Whether the fused path computes each head's attention with the compiled kernel (tokens of the padded
+    `width`): where `compiled.unavailable` says it can, for the stacks the compiled backend does not take
+    whole (several heads, MLP or LayerNorm). Its speed against the PyTorch products: README, "Speed"
     (`benchmarks/compute_paths.py` times both)."""
-    return (torch.device(device).type == "cpu" and dtype in (torch.float32, torch.float64)
-            and compiled.fits(n_tokens, width, dtype) and compiled.load() is not None)
+    return compiled.unavailable(dtype, device, n_tokens, width) is None
 
 
 def _compiled_heads_update(params: dict[str, Tensor], p: str, config: StackConfig, h_in: Tensor, h_ctx: Tensor,
