@@ -256,3 +256,25 @@ def test_seed_losses_equal_each_seeds_evaluation(model, tmp_path):
     slow = [evaluate(lr, ev).mean for lr in seed_learners(res)]
     assert fast == pytest.approx(slow, rel=1e-12, abs=0)
     assert len(set(fast)) == 3  # three different seeds, not one seed three times
+
+
+@pytest.mark.parametrize("model", [{"n_layers": 2}, {"n_layers": 2, "n_heads": 2, "mlp": True}, {"kind": "lstm", "n_layers": 1}])
+def test_seed_prediction_differences_equal_alignment(model, tmp_path):
+    """The analyses' all-seeds prediction differences to reference learners equal `alignment`'s per seed."""
+    from icgd.episodes import make_generator
+    from icgd.experiments.common import seed_learners, seed_prediction_differences
+    from icgd.learners import GD
+    from icgd.metrics import alignment
+    from icgd.train.engine import TrainResult
+    from icgd.train.models import init_params
+
+    cfg = build_config({"name": "t", "model": model | ({} if "kind" in model else {"init_scale": 1.0}),
+                        "seeds": [0, 1, 2], "dtype": "float64"})
+    res = TrainResult(tmp_path, {}, cfg, init_params(cfg))
+    ev = cfg.task.sample(300, make_generator(5), dtype=torch.float64)
+    refs = [GD(0.3, steps=1), GD(0.1, steps=2)]
+    fast = seed_prediction_differences(res, refs, ev, chunk=128)
+    slow = [[alignment(lr, ref, ev)["prediction_difference"].mean for lr in seed_learners(res)] for ref in refs]
+    assert fast[0] == pytest.approx(slow[0], rel=1e-12, abs=0)
+    assert fast[1] == pytest.approx(slow[1], rel=1e-12, abs=0)
+    assert fast[0] != pytest.approx(fast[1], rel=1e-6) and len(set(fast[0])) == 3

@@ -9,11 +9,13 @@ claim reads; its numbers mean nothing).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from icgd.episodes import Episodes, TaskDistribution, make_generator
 from icgd.experiments.registry import ExperimentContext
@@ -108,27 +110,59 @@ def seed_learners(res: TrainResult) -> list[Any]:
     return [res.learner(s).to("cpu", torch.float64) for s in res.config.seeds]
 
 
-def seed_losses(res: TrainResult, ev: Episodes, chunk: int = 4096) -> list[float]:
-    """`evaluate(learner, ev).mean` for each of `seed_learners(res)` (float64, CPU), computed for all seeds at
-    once by the fused training path where it computes the model (the same numbers to float64 rounding:
-    tests/test_experiments.py), else seed by seed. Measured: the module path's per-seed einsums took 134 s
-    of oswald-depth's 188 s of analyses (cProfile of `icgd reproduce oswald-depth` on cached models)."""
-    from icgd.metrics import Stat, chunks, evaluate, query_loss
-    from icgd.profiling import section
+def seed_predictions(res: TrainResult, ev: Episodes, chunk: int = 4096) -> Iterator[tuple[Episodes, Tensor]]:
+    """(tasks, predictions (S, B, Q, Dy)) of every seed of `res` (float64, CPU), `chunk` tasks at a time:
+    all seeds at once by the fused training path where it computes the model, else `seed_learners(res)`
+    one by one (the same numbers to float64 rounding: tests/test_experiments.py)."""
+    from icgd.metrics import chunks
     from icgd.train.backends import fused_ineligible
     from icgd.train.fused import lsa_predictions
 
-    if fused_ineligible(res.config) is not None or ev.query_y is None:
-        return [evaluate(lr, ev).mean for lr in seed_learners(res)]
+    if fused_ineligible(res.config) is not None:
+        learners = seed_learners(res)
+        for e in chunks(ev, chunk):
+            with torch.no_grad():
+                yield e, torch.stack([lr.predict(e) for lr in learners])
+        return
     params = {k: v.detach().to("cpu", torch.float64) for k, v in res.params.items()}
     stack = res.config.stack_config()
-    parts = []
-    with section("evaluate"), torch.no_grad():
-        for e in chunks(ev, chunk):
-            pred = lsa_predictions(params, stack, e.context_x, e.context_y, e.query_x)  # (S, B, Q, Dy)
-            parts.append(query_loss(pred, e.query_y.expand_as(pred)))
-    losses = torch.cat(parts, dim=-1)  # (S, B)
+    for e in chunks(ev, chunk):
+        with torch.no_grad():
+            yield e, lsa_predictions(params, stack, e.context_x, e.context_y, e.query_x)
+
+
+def seed_losses(res: TrainResult, ev: Episodes, chunk: int = 4096) -> list[float]:
+    """`evaluate(learner, ev).mean` for each of `seed_learners(res)` (float64, CPU), computed for all seeds at
+    once by the fused training path where it computes the model (`seed_predictions`), else seed by seed.
+    Measured: the module path's per-seed einsums took 134 s of oswald-depth's 188 s of analyses (cProfile of
+    `icgd reproduce oswald-depth` on cached models)."""
+    from icgd.metrics import Stat, evaluate, query_loss
+    from icgd.profiling import section
+    from icgd.train.backends import fused_ineligible
+
+    if fused_ineligible(res.config) is not None or ev.query_y is None:
+        return [evaluate(lr, ev).mean for lr in seed_learners(res)]
+    with section("evaluate"):
+        losses = torch.cat([query_loss(pred, e.query_y.expand_as(pred))
+                            for e, pred in seed_predictions(res, ev, chunk)], dim=-1)  # (S, B)
     return [Stat.of(row).mean for row in losses]
+
+
+def seed_prediction_differences(res: TrainResult, refs: list[Any], ev: Episodes, chunk: int = 4096
+                                ) -> list[list[float]]:
+    """`alignment(learner, ref, ev)["prediction_difference"].mean` for each reference learner (outer list) and
+    each of `seed_learners(res)` (inner), without the sensitivities that `alignment` also computes: the
+    per-task mean over queries of ||y_hat - y_ref||, averaged over tasks."""
+    from icgd.metrics import Stat
+    from icgd.profiling import section
+
+    with section("evaluate"):
+        parts: list[list[Tensor]] = [[] for _ in refs]
+        for e, pred in seed_predictions(res, ev, chunk):
+            for i, ref in enumerate(refs):
+                with torch.no_grad():
+                    parts[i].append((pred - ref.predict(e)).norm(dim=-1).mean(-1))  # (S, B)
+    return [[Stat.of(row).mean for row in torch.cat(p, dim=-1)] for p in parts]
 
 
 def curves(res: TrainResult, key: str) -> tuple[list[int], np.ndarray]:

@@ -26,6 +26,7 @@ from icgd.experiments.common import (
     one_layer_run,
     seed_learners,
     seed_losses,
+    seed_prediction_differences,
     size,
     train_config,
     tune_tasks,
@@ -121,8 +122,7 @@ def one_layer(ctx: ExperimentContext) -> None:
         # GD's sensitivity d y_GD / d x_q = (eta / N) X^T y: the scale against which the L2 distance is read
         gd_sens = float(((gd.etas[0] / task.n_context) * (al_ev.context_x.transpose(1, 2) @ al_ev.context_y))
                         .norm(dim=(1, 2)).mean())
-        for s, learner in zip(res.config.seeds, seed_learners(res)):
-            loss = evaluate(learner, ev).mean
+        for s, learner, loss in zip(res.config.seeds, seed_learners(res), seed_losses(res, ev)):
             al = alignment(learner, gd, al_ev)
             l2s.append(al["sensitivity_l2"].mean)
             kq, pv = products(learner.model)
@@ -252,7 +252,7 @@ def ood(ctx: ExperimentContext) -> None:
         for i, a in enumerate(OOD_ALPHAS):
             ev = eval_tasks(ctx, make(task, a), EVAL_SEED + i, OOD_TASKS)
             g = evaluate(gd, ev).mean
-            t = [evaluate(lr, ev).mean for lr in learners]
+            t = seed_losses(res, ev)
             m = [evaluate(lr, ev).mean for lr in interp]
             gd_l.append(g)
             tf_l.append(t)
@@ -435,8 +435,8 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
     losses = {k: evaluate(v, ev).mean for k, v in refs.items()}
     gd_loss, gdpp_loss = losses["gd"], losses["gdpp"]
     rows = []
-    for s, lr in zip(res.config.seeds, seed_learners(res)):
-        row = {"model": tag, "seed": s, "tf_loss": evaluate(lr, ev).mean} | {f"{k}_loss": v for k, v in losses.items()}
+    for s, lr, tf_loss in zip(res.config.seeds, seed_learners(res), seed_losses(res, ev)):
+        row = {"model": tag, "seed": s, "tf_loss": tf_loss} | {f"{k}_loss": v for k, v in losses.items()}
         for k, ref in refs.items():
             al = alignment(lr, ref, ev[:size(ctx, ALIGN_TASKS)])
             row[f"pd_{k}"] = al["prediction_difference"].mean
@@ -726,12 +726,11 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
         ev = eval_tasks(ctx, task)
         gd = gds[keys[name]] = tune_gd(tune_tasks(ctx, task), model["n_layers"])  # as many GD steps as layers
         gd_loss = evaluate(gd, ev).mean
-        losses, coss = [], []
-        for s, lr in zip(res.config.seeds, seed_learners(res)):
-            losses.append(evaluate(lr, ev).mean)
+        losses, coss = seed_losses(res, ev), []
+        for s, lr, loss in zip(res.config.seeds, seed_learners(res), losses):
             coss.append(alignment(lr, gd, ev[:size(ctx, ALIGN_TASKS)])["sensitivity_cosine"].mean)
-            rows.append({"model": name, "seed": s, "loss": losses[-1], "gd_loss": gd_loss,
-                         "loss_over_gd": losses[-1] / gd_loss, "sensitivity_cosine": coss[-1]})
+            rows.append({"model": name, "seed": s, "loss": loss, "gd_loss": gd_loss,
+                         "loss_over_gd": loss / gd_loss, "sensitivity_cosine": coss[-1]})
         ctx.result(SOFTMAX_LOSS_OVER_GD.format(variant=keys[name]), median([x / gd_loss for x in losses]))
         ctx.result(f"{keys[name]}.cosine_median", median(coss))
         color = {"softmax1": COLORS["tf"], "softmax2": COLORS["other"], "layernorm": COLORS["interp"]}.get(keys[name])
@@ -776,11 +775,11 @@ def _layernorm_ood(ctx: ExperimentContext, ln: TrainResult, lsa: TrainResult) ->
     median seed each. Result LN_OOD: the larger over the two families of LN loss / LSA loss at the largest
     scale (alpha = 2); table layernorm_ood."""
     rows, at_max = [], []
-    models = {"LayerNorm + LSA": seed_learners(ln), "LSA": seed_learners(lsa)}
+    models = {"LayerNorm + LSA": ln, "LSA": lsa}
     for fam in ("input scale (uniform)", "teacher scale"):
         for i, a in enumerate(OOD_ALPHAS):
             ev = eval_tasks(ctx, OOD_FAMILIES[fam](ln.config.task, a), EVAL_SEED + i, OOD_TASKS)
-            loss = {m: median([evaluate(lr, ev).mean for lr in lrs]) for m, lrs in models.items()}
+            loss = {m: median(seed_losses(run, ev)) for m, run in models.items()}
             rows.append({"family": fam, "alpha": a, "layernorm_loss_median": loss["LayerNorm + LSA"],
                          "lsa_loss_median": loss["LSA"], "ratio": loss["LayerNorm + LSA"] / loss["LSA"]})
         at_max.append(rows[-1]["ratio"])
@@ -899,7 +898,7 @@ def fixed_data(ctx: ExperimentContext) -> None:
         gd = tune_gd(tune_tasks(ctx, task), 1)
         gd_loss = evaluate(gd, ev).mean
         learners = seed_learners(res)
-        losses = [evaluate(lr, ev).mean for lr in learners]
+        losses = seed_losses(res, ev)
         coss = [alignment(lr, gd, ev[:size(ctx, ALIGN_TASKS)])["sensitivity_cosine"].mean for lr in learners]
         ratios[m] = median([x / gd_loss for x in losses])
         cos_med[m] = median(coss)
@@ -995,12 +994,10 @@ def depth(ctx: ExperimentContext) -> None:
             gd, gdpp = tune_gd(tune, k), tune_gdpp(tune, k, shared=recurrent)
             refs[k, recurrent] = (evaluate(gd, ev).mean, evaluate(gdpp, ev).mean, gd, gdpp)
         gd_loss, gdpp_loss, gd, gdpp = refs[k, recurrent]
-        per = []
-        for s, lr in zip(res.config.seeds, seed_learners(res)):
-            a_gd, a_pp = alignment(lr, gd, ev[:size(ctx, ALIGN_TASKS)]), alignment(lr, gdpp, ev[:size(ctx, ALIGN_TASKS)])
-            per.append({"model": name, "depth": k, "seed": s, "tf_loss": evaluate(lr, ev).mean, "gd_loss": gd_loss,
-                        "gdpp_loss": gdpp_loss, "pd_gd": a_gd["prediction_difference"].mean,
-                        "pd_gdpp": a_pp["prediction_difference"].mean})
+        pd_gd, pd_gdpp = seed_prediction_differences(res, [gd, gdpp], ev[:size(ctx, ALIGN_TASKS)])
+        per = [{"model": name, "depth": k, "seed": s, "tf_loss": t, "gd_loss": gd_loss, "gdpp_loss": gdpp_loss,
+                "pd_gd": a, "pd_gdpp": b}
+               for s, t, a, b in zip(res.config.seeds, seed_losses(res, ev), pd_gd, pd_gdpp)]
         rows += per
         summary[name] = {key: median([r[key] for r in per]) for key in ("tf_loss", "pd_gd", "pd_gdpp")}
         for key, v in summary[name].items():
