@@ -6,6 +6,7 @@ import json
 import pytest
 import torch
 
+from icgd import distributed
 from icgd.claims.base import Claim, suite
 from icgd.claims.runner import verify
 from icgd.experiments.parallel import Job, planned, train_side_by_side
@@ -87,11 +88,14 @@ def test_training_does_not_depend_on_the_thread_count():
     assert all(torch.equal(out[0][k], out[1][k]) for k in out[0])
 
 
-def test_a_failing_model_is_reported_and_the_others_train(tmp_path):
+@pytest.mark.parametrize("engine", ["process", pytest.param("ray", marks=pytest.mark.skipif(
+    not distributed.available(), reason='Ray is not installed (pip install -e ".[ray]")'))])
+def test_a_failing_model_is_reported_and_the_others_train(tmp_path, engine):
     cfg = build_config({"name": "ok", "steps": 4, "batch_size": 8, "seeds": [0], "eval": _EVAL})
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the run directory should be")
-    records = train_side_by_side([Job("bad", blocked, cfg), Job("ok", tmp_path / "ok", cfg)], 2, quiet=True)
+    records = train_side_by_side([Job("bad", blocked, cfg), Job("ok", tmp_path / "ok", cfg)], 2, quiet=True,
+                                 engine=engine)
     by = {r["model"]: r for r in records}
     assert by["bad"]["status"] == "failed" and by["bad"]["error"]
     assert by["ok"]["status"] == "completed"

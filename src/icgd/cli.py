@@ -59,6 +59,17 @@ def _steps(text: str) -> list[int]:
     return steps
 
 
+def _count(text: str) -> int:
+    """An integer >= 1."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
 def _positive(text: str) -> int:
     try:
         v = int(text)
@@ -171,7 +182,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{_mode_suffix(args)}"
     report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=_device(args.device),
                     quiet=args.quiet or args.json, cache=args.cache, smoke=args.smoke, options=_options(args),
-                    workers=args.workers)
+                    workers=args.workers, address=args.address)
     (out / "claims.json").write_text(json.dumps(report, indent=2))
     (out / "claims.md").write_text(format_markdown(report))
     if args.json:
@@ -181,6 +192,37 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if not args.markdown:
             print(format_breakdown(report["profile"]))
     return 1 if args.strict and not all(c["passed"] for c in report["claims"]) else 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from icgd import sweep
+    from icgd.distributed import RayUnavailable
+
+    if args.summary:
+        if args.config or args.items:
+            raise UsageError("--summary DIR summarises a finished sweep: give no CONFIG or values")
+        frame = sweep.summary(args.summary, args.metric, args.maximize, args.top)
+        print(frame.to_string(index=False))
+        print(f"figure: {Path(args.summary) / 'summary.png'} (and .pdf); table: {Path(args.summary) / 'sweep.parquet'}")
+        return 0
+    if not args.config or "=" in args.config:
+        raise UsageError("give a CONFIG (a YAML file or a preset) before the values to sweep, or --summary DIR")
+    plan = sweep.make_plan(args.config, list(args.items), args.seeds, args.samples, args.sample_seed)
+    out = Path(args.out) if args.out else Path("sweeps") / Path(args.config).stem
+    try:
+        sweep.run(plan, out, args.workers, args.address, args.threads, _device(args.device), args.quiet)
+    except RayUnavailable as e:
+        raise UsageError(str(e)) from None
+    except KeyboardInterrupt:
+        print(f"stopped: running trials keep their last checkpoints; run the same command to resume ({out})",
+              file=sys.stderr)
+        return 130
+    frame = sweep.summary(out, args.metric, args.maximize, args.top)
+    print(frame.to_string(index=False))
+    print(f"one row per trial x seed x step: {out / 'sweep.parquet'}; figure: {out / 'summary.png'} (and .pdf)")
+    return 0
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -281,10 +323,41 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--markdown", action="store_true", help="print the table as Markdown (always written to "
                                                             "OUT/claims.md)")
     v.add_argument("--strict", action="store_true", help="exit with code 1 when a claim fails")
-    v.add_argument("--workers", type=_positive, default=1,
+    v.add_argument("--workers", type=_count, default=1,
                    help="train the suite's models this many at a time, side by side, before the experiments run "
-                        "(same results; default 1: one after another)")
+                        "(same results; on Ray when it is installed; default 1: one after another)")
+    v.add_argument("--address", default=None,
+                   help="train them on this Ray cluster ('auto', or host:6379; docs/sweeps.md) instead")
     v.set_defaults(func=cmd_verify)
+
+    w = sub.add_parser("sweep", help="a grid or random search over config keys, trials side by side on Ray",
+                       description="Train one run per combination of the swept values (each a resumable run "
+                                   "directory under OUT/trials), on Ray with --workers N or --address, and write "
+                                   "OUT/sweep.parquet (one row per trial x seed x evaluation step). Re-running the "
+                                   "same command resumes. Values: key=v1,v2,... key=range(a,b[,step]) "
+                                   "key=linspace(a,b,n) key=geomspace(a,b,n); random search (--samples K): "
+                                   "key=uniform(a,b) loguniform(a,b) randint(a,b); key=v sets a fixed value.")
+    w.add_argument("config", nargs="?", help="a YAML config file or a preset (see icgd train --help)")
+    w.add_argument("items", nargs="*", help="key=v1,v2,... to sweep, key=v to fix (dotted keys: optim.lr)")
+    w.add_argument("--seeds", type=_seed_list, default=None, help="every trial's seeds: a count (2) or a list "
+                                                                   "(0,3); trained together in one run")
+    w.add_argument("--workers", type=_count, default=1,
+                   help="trials at a time on a local Ray runtime (default 1: one after another, no Ray needed)")
+    w.add_argument("--address", default=None, help="run the trials on this Ray cluster ('auto', host:6379 or "
+                                                     "ray://host:10001) instead of a local runtime")
+    w.add_argument("--threads", type=_count, default=None,
+                   help="torch threads (and Ray CPUs) per trial (default: cores / workers; 1 on a cluster)")
+    w.add_argument("--samples", type=_count, default=None, help="random search: this many trials drawn from "
+                                                                  "the values and distributions")
+    w.add_argument("--sample-seed", type=int, default=0, help="seed of the random search (default 0)")
+    w.add_argument("--out", help="sweep directory (default sweeps/<config name>)")
+    w.add_argument("--device", default="cpu", help="cpu or cuda (default cpu; on Ray, one GPU per trial)")
+    w.add_argument("--quiet", action="store_true", help="no progress lines")
+    w.add_argument("--summary", metavar="DIR", help="print the best trials of the sweep in DIR and write its figure")
+    w.add_argument("--metric", default="eval_loss", help="metrics.csv column to rank and plot (default eval_loss)")
+    w.add_argument("--maximize", action="store_true", help="higher is better (default: lower)")
+    w.add_argument("--top", type=int, default=10, help="how many trials to print (default 10; 0: all)")
+    w.set_defaults(func=cmd_sweep)
     return parser
 
 

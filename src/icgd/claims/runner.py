@@ -19,15 +19,16 @@ def suite_names() -> list[str]:
 
 def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | None = None, device: str = "cpu",
            quiet: bool = True, cache: str | Path | None = None, smoke: bool = False,
-           options: dict[str, Any] | None = None, workers: int = 1) -> dict[str, Any]:
+           options: dict[str, Any] | None = None, workers: int = 1, address: str | None = None) -> dict[str, Any]:
     """Run every experiment the suite needs (reusing cached models) and check its claims.
 
     cache: where trained models are cached (default out/_train). smoke: a handful of steps and tasks, to
     check that every claim gets its number (the numbers mean nothing). Returns {"suite", "quick", "mode",
     "seconds", "claims": [{"id", "claim", "source", "measured", "threshold", "passed", ...}], "profile"}; the
     profile is where the seconds went (`icgd.profiling.summarize`, and its "rows" per section and model).
-    workers > 1: first train the models the experiments declare, that many side by side
-    (`icgd.experiments.parallel`; the same weights as a serial run); the profile's "side_by_side" lists them."""
+    workers > 1 (or a Ray cluster `address`): first train the models the experiments declare, that many side by
+    side (`icgd.experiments.parallel`: on Ray when it is installed; the same weights as a serial run); the
+    profile's "side_by_side" lists them."""
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
     claims = SUITES[name]()
@@ -42,15 +43,16 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     prof = Profile()
     side: dict[str, Any] | None = None
     with prof.active():
-        if workers > 1:
+        if workers > 1 or address is not None:
             from icgd.experiments.parallel import planned, train_side_by_side
 
             prof.experiment = "(side by side)"
-            with section("train steps", f"{workers} workers"):
+            with section("train steps", f"{workers} workers" if address is None else f"Ray cluster {address}"):
                 jobs = planned(experiments, out, cache, mode, seeds, device, options)
                 t1 = time.perf_counter()
-                records = train_side_by_side(jobs, workers, device, quiet=quiet)
-                side = {"workers": workers, "seconds": round(time.perf_counter() - t1, 1), "models": records}
+                records = train_side_by_side(jobs, workers, device, quiet=quiet, address=address)
+                side = {"workers": workers, "address": address, "seconds": round(time.perf_counter() - t1, 1),
+                        "models": records}
         for exp in experiments:
             prof.experiment = exp
             with section("analysis (rest)"):

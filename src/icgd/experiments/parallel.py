@@ -1,8 +1,9 @@
 """Training a suite's models side by side before its experiments run (`icgd verify SUITE --workers N`).
 
 Experiments declare the models they train (`register(models=...)`). With N workers, `verify` first trains
-every declared model that is not cached yet, N at a time in separate processes with cores / N torch threads
-each, longest first; the experiments then run one after another as before and load those models from the
+every declared model that is not cached yet, N at a time as Ray jobs (`icgd.distributed`: a local runtime,
+or a cluster with `--address`) or, without Ray installed, in a local process pool, with cores / N torch
+threads each, longest first; the experiments then run one after another as before and load those models from the
 cache. Each model trains into the same run directory, with the same config and seeds, as a serial run: the
 weights are bit-for-bit those of a serial run (training does not depend on the thread count; tested), so
 every result is the same. It pays where one training's small per-task products scale poorly over threads
@@ -15,7 +16,6 @@ its experiment, which then raises the error as a serial run would.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -85,20 +85,49 @@ def _train_job(job: Job, device: str) -> dict[str, Any]:
 
 
 def train_side_by_side(jobs: list[Job], workers: int, device: str = "cpu", quiet: bool = False,
-                       threads: int | None = None) -> list[dict[str, Any]]:
-    """Train `jobs` in `workers` processes of `threads` torch threads each (default: the cores this process
-    may use / workers, at least 1); returns one record per job, in the order they finished. Ctrl-C stops the
+                       threads: int | None = None, address: str | None = None,
+                       engine: str | None = None) -> list[dict[str, Any]]:
+    """Train `jobs` `workers` at a time with `threads` torch threads each (default: the cores this process
+    may use / workers, at least 1); returns one record per job, in the order they finished. engine "ray":
+    as Ray jobs (`icgd.distributed`; a local runtime, or the cluster at `address`); "process": a local
+    process pool; None: Ray when it is installed or an address is given, else processes. Ctrl-C stops the
     workers; what they trained is checkpointed and resumes on the next run."""
+    from icgd import distributed
+
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     if not jobs:
         return []
+    if engine is None:
+        engine = "ray" if address is not None or distributed.available() else "process"
+    if engine not in ("ray", "process"):
+        raise ValueError(f"engine must be 'ray' or 'process', got {engine!r}")
+    if engine == "process" and address is not None:
+        raise ValueError("a cluster address needs the Ray engine")
     if threads is None:
-        threads = max(1, _cores() // workers)
-    spawn = multiprocessing.get_context("spawn")  # no fork after torch's thread pools have started
+        threads = max(1, distributed.cores() // workers) if address is None else 1
     records: list[dict[str, Any]] = []
     say = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
-    say(f"training {len(jobs)} models side by side: {workers} workers x {threads} threads")
+    where = f"Ray cluster {address}" if address else f"{workers} {'Ray ' if engine == 'ray' else ''}workers"
+    say(f"training {len(jobs)} models side by side: {where} x {threads} threads")
+
+    def report(job: Job, rec: dict[str, Any]) -> None:
+        records.append(rec)
+        extra = f": {rec['error']}" if "error" in rec else ""
+        say(f"  [{len(records)}/{len(jobs)}] {job.label}: {rec['status']} in {rec['seconds']:.0f} s{extra}")
+
+    if engine == "ray":
+        t0: dict[str, float] = {}
+        with distributed.Pool(workers, threads, address, gpus=1.0 if device.startswith("cuda") else 0.0) as pool:
+            for job in jobs:
+                t0[job.label] = time.perf_counter()
+                pool.submit(job, _train_job, job, device)
+            for o in pool.as_completed():
+                report(o.key, o.value if o.error is None else {
+                    "model": o.key.label, "seconds": round(time.perf_counter() - t0[o.key.label], 1),
+                    "status": "failed", "error": o.error})
+        return records
+    spawn = multiprocessing.get_context("spawn")  # no fork after torch's thread pools have started
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=spawn, initializer=_init_worker,
                              initargs=(threads,)) as pool:
         pending: dict[Future, Job] = {pool.submit(_train_job, job, device): job for job in jobs}
@@ -107,18 +136,8 @@ def train_side_by_side(jobs: list[Job], workers: int, device: str = "cpu", quiet
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:
                     job = pending.pop(fut)
-                    rec = fut.result()
-                    records.append(rec)
-                    extra = f": {rec['error']}" if "error" in rec else ""
-                    say(f"  [{len(records)}/{len(jobs)}] {job.label}: {rec['status']} in {rec['seconds']:.0f} s{extra}")
+                    report(job, fut.result())
         except KeyboardInterrupt:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
     return records
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
