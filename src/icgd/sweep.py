@@ -325,7 +325,8 @@ def run(plan: Plan, out: str | Path, workers: int = 1, address: str | None = Non
         device: str = "cpu", quiet: bool = False) -> "Any":
     """Run (or resume) the sweep `plan` into `out`; returns its tidy table (`table(out)`). With workers == 1
     and no address the trials run one after another in this process (no Ray needed); otherwise as Ray jobs
-    (`icgd.distributed.Pool`). KeyboardInterrupt propagates after the running trials were stopped."""
+    (`icgd.distributed.Pool`). KeyboardInterrupt propagates after the running trials were stopped and the
+    table of what finished was written."""
     from icgd.distributed import Pool, say
     from icgd.train.engine import TrainingInterrupted
 
@@ -354,40 +355,44 @@ def run(plan: Plan, out: str | Path, workers: int = 1, address: str | None = Non
             f"{entry['seconds']:.0f} s){tail}" + ("; trying again" if again else ""), quiet)
         return again
 
-    if workers == 1 and address is None:
-        for s in todo:
-            while True:
-                attempt = len(s.attempts) + 1
-                t0 = time.perf_counter()
-                try:
-                    rec = _train_trial(str(s.dir), configs[s.id], device, attempt)
-                except TrainingInterrupted:  # Ctrl-C reached the training loop, which checkpointed: no attempt
-                    raise KeyboardInterrupt from None
-                except Exception as err:
-                    rec = {"status": "failed", "error": f"{type(err).__name__}: {_first_line(err)}"}
-                rec = {"attempt": attempt, "seconds": round(time.perf_counter() - t0, 2)} | rec
-                if not finished(s, rec):
-                    break
-    else:
-        with Pool(workers, threads, address, gpus=1.0 if device.startswith("cuda") else 0.0) as pool:
-            started: dict[str, float] = {}
-
-            def submit(s: TrialState) -> None:
-                started[s.id] = time.perf_counter()
-                pool.submit(s, _train_trial, str(s.dir), configs[s.id], device, len(s.attempts) + 1)
-
+    try:
+        if workers == 1 and address is None:
             for s in todo:
-                s.dir.mkdir(parents=True, exist_ok=True)
-                submit(s)
-            for o in pool.as_completed():
-                s = o.key
-                rec = {"attempt": len(s.attempts) + 1, "seconds": round(time.perf_counter() - started[s.id], 2)}
-                if o.error is None:
-                    rec |= o.value
-                else:
-                    rec |= {"status": "killed" if o.killed else "failed", "error": o.error}
-                if finished(s, rec):
+                while True:
+                    attempt = len(s.attempts) + 1
+                    t0 = time.perf_counter()
+                    try:
+                        rec = _train_trial(str(s.dir), configs[s.id], device, attempt)
+                    except TrainingInterrupted:  # Ctrl-C reached the training loop, which checkpointed: no attempt
+                        raise KeyboardInterrupt from None
+                    except Exception as err:
+                        rec = {"status": "failed", "error": f"{type(err).__name__}: {_first_line(err)}"}
+                    rec = {"attempt": attempt, "seconds": round(time.perf_counter() - t0, 2)} | rec
+                    if not finished(s, rec):
+                        break
+        else:
+            with Pool(workers, threads, address, gpus=1.0 if device.startswith("cuda") else 0.0) as pool:
+                started: dict[str, float] = {}
+
+                def submit(s: TrialState) -> None:
+                    started[s.id] = time.perf_counter()
+                    pool.submit(s, _train_trial, str(s.dir), configs[s.id], device, len(s.attempts) + 1)
+
+                for s in todo:
+                    s.dir.mkdir(parents=True, exist_ok=True)
                     submit(s)
+                for o in pool.as_completed():
+                    s = o.key
+                    rec = {"attempt": len(s.attempts) + 1, "seconds": round(time.perf_counter() - started[s.id], 2)}
+                    if o.error is None:
+                        rec |= o.value
+                    else:
+                        rec |= {"status": "killed" if o.killed else "failed", "error": o.error}
+                    if finished(s, rec):
+                        submit(s)
+    except KeyboardInterrupt:  # the finished trials' rows are kept in the table
+        table(out)
+        raise
     frame = table(out)
     left = [s.id for s in states if s.status == "failed"]
     if left:
