@@ -1,0 +1,55 @@
+"""The documentation: the site builds offline with `mkdocs build --strict` (no broken link, no page left out
+of the nav, no missing image or anchor), and the README's links point at files that exist."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: what `mkdocs.yml` needs (the `docs` extra: python3 -m pip install -c constraints.txt -e ".[docs]")
+SITE_MODULES = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")
+
+
+def _missing(modules: tuple[str, ...]) -> list[str]:
+    missing = []
+    for name in modules:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError:  # a dotted name whose parent is not installed
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
+def test_site_builds_strict(tmp_path):
+    missing = _missing(SITE_MODULES)
+    if missing:
+        pytest.skip(f"the docs site needs {', '.join(missing)}: python3 -m pip install -c constraints.txt -e '.[docs]'")
+    site = tmp_path / "site"
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")  # Material's banner about MkDocs 2.0 is not a build warning
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"),
+                           "--site-dir", str(site)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"mkdocs build --strict failed:\n{log[-4000:]}"
+    assert "WARNING" not in log, log[-4000:]
+    for page in ("index.html", "reproduce/index.html", "sources/oswald/index.html", "concepts/claims/index.html"):
+        assert (site / page).is_file(), page
+    api = (site / "api" / "core" / "index.html").read_text()
+    assert 'id="icgd.episodes.Episodes"' in api, "the API reference has no entry for icgd.episodes.Episodes"
+    assert "fonts.googleapis" not in (site / "index.html").read_text(), "the site must not load web fonts"
+
+
+def test_readme_links_exist():
+    text = (ROOT / "README.md").read_text()
+    targets = [t for t in re.findall(r"\]\(([^)\s]+)\)", text) if not re.match(r"[a-z]+:", t)]
+    assert targets, "the README links to no page of the site"
+    broken = [t for t in targets if not (ROOT / t.split("#")[0]).exists()]
+    assert not broken, f"README links to files that do not exist: {broken}"
