@@ -29,6 +29,9 @@ def test_grid_plan_is_the_product_of_the_axes_in_order():
     assert [t["optim.lr"] for t in make_plan("lsa-1", ["optim.lr=geomspace(1e-4,1e-2,3)"]).trials] == \
         pytest.approx([1e-4, 1e-3, 1e-2])
     assert sweep.trial_id(plan.trials[0]) == "optim.lr=0.001,task.n_context=5"
+    # folder names: characters a path cannot hold are replaced, and a hash keeps two such values apart
+    a, b = sweep.trial_id({"task.kind": "a/b"}), sweep.trial_id({"task.kind": "a b"})
+    assert "/" not in a and a.startswith("task.kind=a_b-") and a != b
 
 
 def test_random_search_is_seeded_and_within_its_ranges():

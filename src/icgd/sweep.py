@@ -205,7 +205,18 @@ def make_plan(source: str, items: list[str], seeds: list[int] | None = None, sam
     unique: dict[str, dict[str, Any]] = {}
     for t in trials:
         unique.setdefault(trial_id(t), t)
-    plan = Plan(source, fixed, seeds, [a.key for a in axes], list(unique.values()))
+    return _validated(Plan(_source(source), fixed, seeds, [a.key for a in axes], list(unique.values())))
+
+
+def _source(source: str) -> str:
+    """A preset name as it is; a config file as an absolute path (a resumed sweep may run from elsewhere)."""
+    from icgd.train.config import PRESETS
+
+    return source if source in PRESETS or not Path(source).is_file() else str(Path(source).resolve())
+
+
+def _validated(plan: Plan) -> Plan:
+    """`plan`, once every trial's config was built (the first bad one raises SweepError naming the trial)."""
     for t in plan.trials:
         try:
             plan.config(t)
@@ -223,13 +234,8 @@ def grid(source: str, values: dict[str, list[Any]], fixed: dict[str, Any] | None
     if not values or any(not isinstance(v, (list, tuple)) or not v for v in values.values()):
         raise SweepError("values: give each swept key a non-empty list")
     seed_list = list(range(seeds)) if isinstance(seeds, int) else seeds
-    plan = Plan(source, dict(fixed or {}), seed_list, list(values),
-                [dict(zip(values, combo)) for combo in itertools.product(*values.values())])
-    for t in plan.trials:
-        try:
-            plan.config(t)
-        except ConfigError as e:
-            raise SweepError(f"trial {trial_id(t)}: {e}") from None
+    plan = _validated(Plan(_source(source), dict(fixed or {}), seed_list, list(values),
+                           [dict(zip(values, combo)) for combo in itertools.product(*values.values())]))
     return run(plan, out if out is not None else Path("sweeps") / Path(source).stem, workers, address, quiet=quiet)
 
 
@@ -237,9 +243,10 @@ def trial_id(values: dict[str, Any]) -> str:
     """A trial's folder name: its values, readable ('optim.lr=0.001,task.n_context=5'), or a hash when long."""
     text = ",".join(f"{k}={json.dumps(v).strip(chr(34))}" for k, v in values.items())
     slug = re.sub(r"[^A-Za-z0-9._=,+-]", "_", text)
+    digest = hashlib.sha1(json.dumps(values, sort_keys=True).encode()).hexdigest()
     if len(slug) > 120:
-        slug = "t-" + hashlib.sha1(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]
-    return slug
+        return "t-" + digest[:12]
+    return slug if slug == text else f"{slug}-{digest[:8]}"  # characters replaced: two values could meet
 
 
 def _atomic_json(path: Path, obj: Any) -> None:
