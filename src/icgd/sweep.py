@@ -437,7 +437,7 @@ def table(out: str | Path, write: bool = True) -> Any:
         s = TrialState.load(out, values)
         run = s.dir / "run"
         status = s.status
-        if (run / "metrics.csv").is_file():
+        if any((run / name).is_file() for name in ("metrics.parquet", "metrics.csv")):  # (csv: older runs)
             f = RunDir(run).metrics_frame()
         else:
             f = pd.DataFrame({"step": [], "seed": []})
