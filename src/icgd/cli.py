@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     presets = "; ".join(f"{k}: {v}" for k, v in PRESET_DOCS.items())
     t = sub.add_parser("train", help="meta-train transformer learners (several seeds at once)",
                        description="Train a transformer learner on a task distribution and write a run "
-                                   "directory (config.yaml, env.json, metrics.csv, checkpoint.safetensors, "
+                                   "directory (config.yaml, env.json, metrics.parquet, checkpoint.safetensors, "
                                    f"summary.json). Presets: {presets}.",
                        epilog="example: icgd train lsa-1 seeds=[0,1,2,3] optim.lr=5e-4 --out runs/lsa1")
     t.add_argument("config", nargs="?", help="a YAML config file or a preset name")
