@@ -165,7 +165,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from icgd.claims import format_markdown, format_report, verify
+    from icgd.claims import format_markdown, verify
     from icgd.profiling import format_breakdown
 
     out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{_mode_suffix(args)}"
@@ -176,10 +176,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     (out / "claims.md").write_text(format_markdown(report))
     if args.json:
         print(json.dumps(report, indent=2))
+    elif args.markdown:
+        print(format_markdown(report).rstrip("\n"))
     else:
-        print(format_markdown(report).rstrip("\n") if args.markdown else format_report(report))
-        if not args.markdown:
-            print(format_breakdown(report["profile"]))
+        from icgd.console import print_claims
+
+        print_claims(report)  # rich on a terminal; format_report's plain text otherwise
+        print(format_breakdown(report["profile"]))
     return 1 if args.strict and not all(c["passed"] for c in report["claims"]) else 0
 
 
