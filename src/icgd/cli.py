@@ -186,6 +186,22 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 1 if args.strict and not all(c["passed"] for c in report["claims"]) else 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from icgd.report import write_report
+
+    runs = args.runs or sorted(str(p.parent) for p in Path("runs").glob("verify-*/claims.json"))
+    if not runs:
+        raise UsageError("give the directories `icgd verify` wrote (none found as runs/verify-*/claims.json)")
+    t0 = time.perf_counter()
+    out = write_report(runs, args.out)
+    print(f"wrote {out} ({len(runs)} run director{'y' if len(runs) == 1 else 'ies'}, "
+          f"{out.stat().st_size / 1e6:.1f} MB, {time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"model": args.model} if args.model else {}
     if args.data:
@@ -288,6 +304,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train the suite's models this many at a time, side by side, before the experiments run "
                         "(same results; default 1: one after another)")
     v.set_defaults(func=cmd_verify)
+
+    rp = sub.add_parser("report", help="one self-contained HTML page of verify runs: claims, figures, environment",
+                        description="Write one HTML page (figures embedded, nothing loaded from a network) of the "
+                                    "directories `icgd verify` wrote: per suite, every claim with the source's "
+                                    "statement, the measured value (and its seed spread where the results hold "
+                                    "one), the threshold, PASS/FAIL and the reproduction notes, the experiment's "
+                                    "figures beside it, quick and full runs of a suite side by side, and the "
+                                    "environment and times of each run.")
+    rp.add_argument("runs", nargs="*", metavar="RUN", help="directories written by icgd verify (default: every "
+                                                          "runs/verify-*/ holding a claims.json)")
+    rp.add_argument("--out", default="report.html", help="the HTML file to write (default report.html)")
+    rp.set_defaults(func=cmd_report)
     return parser
 
 
