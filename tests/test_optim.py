@@ -109,3 +109,44 @@ def test_the_batched_update_is_bit_identical_to_torchs_per_tensor_loop(name):
     for j, p in enumerate(loop):
         assert torch.equal(params[f"w{j}"], p)
     assert not torch.equal(params["w0"], start[0])
+
+
+def _torch_schedule(opt, cfg, total):
+    """torch's built-in schedules: LinearLR warm-up, then CosineAnnealingLR / LinearLR, by SequentialLR."""
+    S = torch.optim.lr_scheduler
+    w = cfg.warmup_steps
+    decay = (S.CosineAnnealingLR(opt, T_max=total - w) if cfg.schedule == "cosine"
+             else S.LinearLR(opt, start_factor=1.0, end_factor=0.0, total_iters=total - w))
+    warm = S.LinearLR(opt, start_factor=1.0 / w, end_factor=1.0, total_iters=w - 1)
+    return S.SequentialLR(opt, [warm, decay], milestones=[w])
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "linear"])
+def test_the_closed_form_schedule_equals_torchs_built_in_schedules(schedule):
+    """lr_factor is kept in closed form (optim.py says why); torch's recursive built-in schedules compute
+    the same rates to float rounding."""
+    cfg = OptimConfig(lr=1e-3, schedule=schedule, warmup_steps=7)
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=cfg.lr)
+    sched = _torch_schedule(opt, cfg, 300)
+    for i in range(300):
+        ours = cfg.lr * lr_factor(cfg, i, 300)
+        assert opt.param_groups[0]["lr"] == pytest.approx(ours, rel=1e-11, abs=1e-18), i
+        opt.step()
+        sched.step()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_per_seed_clipping_equals_torchs_norm_seed_by_seed(dtype):
+    gen = torch.Generator().manual_seed(2)
+    grads = {f"w{i}": (torch.randn(4, 6, 5, generator=gen) * (1 + i)).to(dtype) for i in range(3)}
+    grads["b"] = torch.randn(4, 5, generator=gen).to(dtype)
+    ref = {k: v.clone() for k, v in grads.items()}
+    norms = clip_per_seed(grads, 2.0)
+    for s in range(4):
+        views = [g[s] for g in ref.values()]
+        total = torch.nn.utils.get_total_norm(views)
+        torch.testing.assert_close(norms[s], total)
+        torch._foreach_mul_(views, torch.clamp(2.0 / (total + 1e-6), max=1.0))
+    for k in grads:
+        torch.testing.assert_close(grads[k], ref[k])
+    assert float(norms.min()) > 2.0  # every seed was clipped

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -23,6 +24,7 @@ from icgd.train.backends import backend, fused_ineligible, select
 from icgd.train.checkpoint import CheckpointError, load_checkpoint
 from icgd.train.data import TaskStream
 from icgd.train.models import init_params, trainable_names
+from icgd.train.rundir import RunDir
 
 SMALL_EVAL = {"every": 10, "n_tasks": 256, "n_tune": 512, "alignment_tasks": 64}
 
@@ -116,20 +118,20 @@ def test_batched_seeds_equal_separately_trained_seeds(tmp_path, data, fast):
     alone = train(_cfg(seeds=[1], data=data, fast=fast, model=model), tmp_path / "one")
     for k, v in alone.params.items():
         torch.testing.assert_close(together.params[k][1], v[0], rtol=1e-9, atol=1e-12)
-    a = [r for r in _metrics(tmp_path / "all") if r[1] == "1"]
+    a = [r for r in _metrics(tmp_path / "all") if r[1] == 1]
     b = _metrics(tmp_path / "one")
     assert len(a) == len(b) == 3
     for ra, rb in zip(a, b):
         assert ra[0] == rb[0]
         for x, y in zip(ra[2:], rb[2:]):
-            assert x == y or abs(float(x) - float(y)) <= 1e-8 * max(1.0, abs(float(y)))
+            assert x == y or abs(x - y) <= 1e-8 * max(1.0, abs(y))
     # different seeds really are different models
     assert not torch.allclose(together.params["layers.0.attn.w_q"][0], together.params["layers.0.attn.w_q"][1])
 
 
 def _metrics(run: Path):
-    lines = (run / "metrics.csv").read_text().strip().splitlines()
-    return [ln.split(",") for ln in lines[1:]]
+    """The run's metrics rows as lists in METRIC_COLUMNS order (None where not measured)."""
+    return [list(r.values()) for r in RunDir(run).read_metrics()]
 
 
 def test_resume_gives_exactly_the_uninterrupted_run(tmp_path):
@@ -140,7 +142,8 @@ def test_resume_gives_exactly_the_uninterrupted_run(tmp_path):
     done = train(out=tmp_path / "part", resume=True)
     for k in full.params:
         assert torch.equal(full.params[k], done.params[k]), k
-    assert (tmp_path / "full" / "metrics.csv").read_text() == (tmp_path / "part" / "metrics.csv").read_text()
+    pd.testing.assert_frame_equal(RunDir(tmp_path / "full").metrics_frame(), RunDir(tmp_path / "part").metrics_frame(),
+                                  check_exact=True)
     s_full = json.loads((tmp_path / "full" / "summary.json").read_text())
     s_done = json.loads((tmp_path / "part" / "summary.json").read_text())
     assert s_full["seeds"] == s_done["seeds"] and s_done["status"] == "completed"
@@ -173,7 +176,8 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path):
     for k in b:
         if k.startswith("param."):
             assert torch.equal(a[k], b[k]), k
-    assert (killed / "metrics.csv").read_text() == (tmp_path / "straight" / "metrics.csv").read_text()
+    pd.testing.assert_frame_equal(RunDir(killed).metrics_frame(), RunDir(tmp_path / "straight").metrics_frame(),
+                                  check_exact=True)
 
 
 def test_sigterm_saves_a_checkpoint_first(tmp_path):
@@ -182,7 +186,7 @@ def test_sigterm_saves_a_checkpoint_first(tmp_path):
                              "checkpoint_every=100000", "eval.every=100000", "eval.n_tasks=64", "eval.n_tune=64",
                              "--quiet", "--out", str(out)], stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while not (out / "metrics.csv").is_file() and time.time() < deadline:
+    while not (out / "metrics.parquet").is_file() and time.time() < deadline:
         time.sleep(0.01)
     time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)

@@ -176,7 +176,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from icgd.claims import format_markdown, format_report, verify
+    from icgd.claims import format_markdown, verify
     from icgd.profiling import format_breakdown
 
     out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{_mode_suffix(args)}"
@@ -187,10 +187,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     (out / "claims.md").write_text(format_markdown(report))
     if args.json:
         print(json.dumps(report, indent=2))
+    elif args.markdown:
+        print(format_markdown(report).rstrip("\n"))
     else:
-        print(format_markdown(report).rstrip("\n") if args.markdown else format_report(report))
-        if not args.markdown:
-            print(format_breakdown(report["profile"]))
+        from icgd.console import print_claims
+
+        print_claims(report)  # rich on a terminal; format_report's plain text otherwise
+        print(format_breakdown(report["profile"]))
     return 1 if args.strict and not all(c["passed"] for c in report["claims"]) else 0
 
 
@@ -222,6 +225,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     frame = sweep.summary(out, args.metric, args.maximize, args.top)
     print(frame.to_string(index=False))
     print(f"one row per trial x seed x step: {out / 'sweep.parquet'}; figure: {out / 'summary.png'} (and .pdf)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from icgd.report import write_report
+
+    runs = args.runs or sorted(str(p.parent) for p in Path("runs").glob("verify-*/claims.json"))
+    if not runs:
+        raise UsageError("give the directories `icgd verify` wrote (none found as runs/verify-*/claims.json)")
+    t0 = time.perf_counter()
+    out = write_report(runs, args.out)
+    print(f"wrote {out} ({len(runs)} run director{'y' if len(runs) == 1 else 'ies'}, "
+          f"{out.stat().st_size / 1e6:.1f} MB, {time.perf_counter() - t0:.1f} s)")
     return 0
 
 
@@ -287,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     presets = "; ".join(f"{k}: {v}" for k, v in PRESET_DOCS.items())
     t = sub.add_parser("train", help="meta-train transformer learners (several seeds at once)",
                        description="Train a transformer learner on a task distribution and write a run "
-                                   "directory (config.yaml, env.json, metrics.csv, checkpoint.safetensors, "
+                                   "directory (config.yaml, env.json, metrics.parquet, checkpoint.safetensors, "
                                    f"summary.json). Presets: {presets}.",
                        epilog="example: icgd train lsa-1 seeds=[0,1,2,3] optim.lr=5e-4 --out runs/lsa1")
     t.add_argument("config", nargs="?", help="a YAML config file or a preset name")
@@ -354,10 +373,22 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--device", default="cpu", help="cpu or cuda (default cpu; on Ray, one GPU per trial)")
     w.add_argument("--quiet", action="store_true", help="no progress lines")
     w.add_argument("--summary", metavar="DIR", help="print the best trials of the sweep in DIR and write its figure")
-    w.add_argument("--metric", default="eval_loss", help="metrics.csv column to rank and plot (default eval_loss)")
+    w.add_argument("--metric", default="eval_loss", help="metrics column to rank and plot (default eval_loss)")
     w.add_argument("--maximize", action="store_true", help="higher is better (default: lower)")
     w.add_argument("--top", type=int, default=10, help="how many trials to print (default 10; 0: all)")
     w.set_defaults(func=cmd_sweep)
+
+    rp = sub.add_parser("report", help="one self-contained HTML page of verify runs: claims, figures, environment",
+                        description="Write one HTML page (figures embedded, nothing loaded from a network) of the "
+                                    "directories `icgd verify` wrote: per suite, every claim with the source's "
+                                    "statement, the measured value (and its seed spread where the results hold "
+                                    "one), the threshold, PASS/FAIL and the reproduction notes, the experiment's "
+                                    "figures beside it, quick and full runs of a suite side by side, and the "
+                                    "environment and times of each run.")
+    rp.add_argument("runs", nargs="*", metavar="RUN", help="directories written by icgd verify (default: every "
+                                                          "runs/verify-*/ holding a claims.json)")
+    rp.add_argument("--out", default="report.html", help="the HTML file to write (default report.html)")
+    rp.set_defaults(func=cmd_report)
     return parser
 
 

@@ -7,7 +7,7 @@ Layout of a sweep directory:
     sweep.json                 the plan: config, fixed overrides, seeds, swept keys, every trial's values
     sweep.parquet              one row per trial x seed x evaluation step; every swept key a column
     trials/<trial>/trial.json  the trial's values and attempts (status, error, seconds, pid, host)
-    trials/<trial>/run/        its training run directory (config.yaml, metrics.csv, checkpoints, ...)
+    trials/<trial>/run/        its training run directory (config.yaml, metrics.parquet, checkpoints, ...)
     summary.png, summary.pdf   `icgd sweep --summary DIR`: the metric against each swept key
 
 A trial trains all its seeds together in one run (the engine's seed batching: the cheapest way to run
@@ -425,7 +425,7 @@ def _read_plan(out: Path) -> dict[str, Any]:
 
 def table(out: str | Path, write: bool = True) -> Any:
     """The sweep's tidy table (pandas): one row per trial x seed x evaluation step with the trial's swept
-    values as columns, its status and every metric of metrics.csv; written to sweep.parquet (atomically)."""
+    values as columns, its status and every metric of the run's metrics; written to sweep.parquet (atomically)."""
     import pandas as pd
 
     from icgd.train.rundir import RunDir

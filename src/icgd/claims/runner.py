@@ -11,6 +11,7 @@ from icgd.claims.base import SUITES
 from icgd.experiments.registry import mode_of
 from icgd.experiments.runner import get_experiment, run_experiment
 from icgd.profiling import Profile, section, summarize
+from icgd.tables import VerifyReport
 
 
 def suite_names() -> list[str]:
@@ -19,13 +20,16 @@ def suite_names() -> list[str]:
 
 def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | None = None, device: str = "cpu",
            quiet: bool = True, cache: str | Path | None = None, smoke: bool = False,
-           options: dict[str, Any] | None = None, workers: int = 1, address: str | None = None) -> dict[str, Any]:
+           options: dict[str, Any] | None = None, workers: int = 1, address: str | None = None
+           ) -> VerifyReport:
     """Run every experiment the suite needs (reusing cached models) and check its claims.
 
     cache: where trained models are cached (default out/_train). smoke: a handful of steps and tasks, to
     check that every claim gets its number (the numbers mean nothing). Returns {"suite", "quick", "mode",
     "seconds", "claims": [{"id", "claim", "source", "measured", "threshold", "passed", ...}], "profile"}; the
-    profile is where the seconds went (`icgd.profiling.summarize`, and its "rows" per section and model).
+    profile is where the seconds went (`icgd.profiling.summarize`, and its "rows" per section and model);
+    "env" the versions, device, threads and start and end times (UTC). The dict is a `VerifyReport`:
+    `.claims_frame()` gives the claims as a pandas DataFrame.
     workers > 1 (or a Ray cluster `address`): first train the models the experiments declare, that many side by
     side (`icgd.experiments.parallel`: on Ray when it is installed; the same weights as a serial run); the
     profile's "side_by_side" lists them."""
@@ -38,6 +42,7 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
         get_experiment(exp).seeds(mode, seeds)
     out = Path(out)
     t0 = time.perf_counter()
+    started = _utc_now()
     results: dict[str, Any] = {}
     cache = Path(cache) if cache else out / "_train"
     prof = Profile()
@@ -62,6 +67,29 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
         with section("analysis (rest)"):
             checked = [c.check(results) for c in claims]
     rows = prof.rows()
-    return {"suite": name, "quick": mode != "full", "mode": mode, "seconds": round(time.perf_counter() - t0, 1),
-            "claims": checked, "profile": summarize(rows) | {"rows": rows}
-            | ({"side_by_side": side} if side is not None else {})}
+    return VerifyReport({"suite": name, "quick": mode != "full", "mode": mode,
+                         "seconds": round(time.perf_counter() - t0, 1), "claims": checked,
+                         "profile": summarize(rows) | {"rows": rows} | ({"side_by_side": side} if side is not None else {}),
+                         "env": environment(device) | {"started": started, "finished": _utc_now()}}, out)
+
+
+def environment(device: str) -> dict[str, Any]:
+    """The versions, machine and device a suite ran with (what `icgd report` shows beside the claims)."""
+    import platform
+    import sys
+
+    import numpy
+    import torch
+
+    from icgd import __version__
+
+    return {"icgd": __version__, "torch": torch.__version__, "numpy": numpy.__version__,
+            "python": platform.python_version(), "platform": platform.platform(), "device": device,
+            "cuda": torch.cuda.get_device_name(device) if device.startswith("cuda") else None,
+            "threads": torch.get_num_threads(), "command": " ".join(sys.argv)}
+
+
+def _utc_now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -46,7 +46,7 @@ EVAL_TASKS = Size(quick=4096, full=10_000)
 TUNE_TASKS = Size(quick=10_000, full=10_000, smoke=64)
 #: held-out tasks of the alignment metrics (a prefix of the evaluation tasks)
 ALIGN_TASKS = Size(quick=2048, full=2048)
-#: held-out tasks behind the training curves (metrics.csv) and their alignment metrics
+#: held-out tasks behind the training curves (the run's metrics) and their alignment metrics
 CURVE_TASKS = Size(quick=2048, full=4096)
 CURVE_ALIGN_TASKS = Size(quick=512, full=1024, smoke=16)
 
@@ -100,7 +100,7 @@ def tune_tasks(ctx: ExperimentContext, task: TaskDistribution, seed: int = TUNE_
 
 
 def curve_tasks(res: TrainResult) -> Episodes:
-    """The held-out tasks behind a training run's curves (metrics.csv), for reference lines drawn on them."""
+    """The held-out tasks behind a training run's curves (its metrics), for reference lines drawn on them."""
     c = res.config
     return c.task.evaluation_task().sample(c.eval.n_tasks, make_generator(c.eval.seed), dtype=torch.float64)
 
@@ -166,7 +166,7 @@ def seed_prediction_differences(res: TrainResult, refs: list[Any], ev: Episodes,
 
 
 def curves(res: TrainResult, key: str) -> tuple[list[int], np.ndarray]:
-    """(steps, seeds x steps) of metric `key` from a run's metrics.csv."""
+    """(steps, seeds x steps) of metric `key` from a run's metrics (`RunDir.metrics_frame`)."""
     table = RunDir(res.run_dir).metrics_frame().pivot(index="seed", columns="step", values=key)
     table = table.loc[res.config.seeds].sort_index(axis=1)
     return [int(s) for s in table.columns], table.to_numpy(dtype=float)

@@ -148,6 +148,9 @@ class ExperimentContext:
 
     # ----------------------------------------------------------------------------------- outputs
     def table(self, name: str, rows: list[dict[str, Any]]) -> Path:
+        """Write `rows` ({column: value}; columns in order of first appearance) to OUT/name.csv, for people
+        to read (as frames: `icgd.tables.experiment_tables`). The standard library's csv writer is kept
+        over pandas' to_csv, which writes NaN (a diverged value) as an empty cell, like a missing one."""
         path = self.out / f"{name}.csv"
         cols: list[str] = []
         for r in rows:

@@ -11,6 +11,7 @@ import torch
 
 from icgd.experiments import blog, categorical, dai, nonlinear, oswald  # noqa: F401  (importing registers their experiments)
 from icgd.experiments.registry import REGISTRY, Experiment, ExperimentContext, mode_of
+from icgd.tables import ExperimentResults
 
 
 def experiments() -> dict[str, Experiment]:
@@ -26,8 +27,9 @@ def get_experiment(name: str) -> Experiment:
 
 def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, quick: bool = False,
                    seeds: list[int] | None = None, device: str = "cpu", quiet: bool = True,
-                   smoke: bool = False, options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Run experiment `name` into `out`; returns its results (also in out/results.json).
+                   smoke: bool = False, options: dict[str, Any] | None = None) -> ExperimentResults:
+    """Run experiment `name` into `out`; returns its results (also in out/results.json), a dict with frame
+    accessors (`ExperimentResults`: `.frame()`, `.tables()`).
 
     quick: shorter training and fewer tasks; smoke: a handful of steps and tasks (checks the pipeline only).
     seeds: default the study's (`icgd.seeds`), or the experiment's own when it needs more. options: the
@@ -48,4 +50,4 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
     header = [f"# {exp.name}: {exp.description}", "", f"Source: {exp.source}. Mode: {mode}; "
               f"seeds {ctx.seeds}; {seconds:.0f} s.", "", "| the paper | measured here |", "|---|---|"]
     (out / "report.md").write_text("\n".join(header + ctx.report_lines) + "\n")
-    return ctx.results
+    return ExperimentResults(ctx.results, out)

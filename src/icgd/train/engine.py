@@ -6,7 +6,7 @@ them (so each seed's gradient is its own), clips each seed's global gradient nor
 Adam/AdamW elementwise (`icgd.train.optim`): each seed follows exactly the trajectory it would follow
 alone, up to float rounding.
 
-Run directory (see `RunDir`): config.yaml, env.json, metrics.csv, checkpoint.safetensors (+ .json),
+Run directory (see `RunDir`): config.yaml, env.json, metrics.parquet, checkpoint.safetensors (+ .json),
 summary.json.
 """
 
@@ -113,6 +113,10 @@ class TrainResult:
     def learner(self, seed: int) -> Any:
         """The trained model of `seed` (a value from config.seeds)."""
         return seed_learner(self.config, self.params, self.config.seeds.index(seed))
+
+    def metrics_frame(self) -> Any:
+        """The run's metrics as a pandas DataFrame: one row per evaluation step and seed (`RunDir.metrics_frame`)."""
+        return RunDir(self.run_dir).metrics_frame()
 
 
 def environment(device: torch.device, config: TrainConfig, backend: Any = None) -> dict[str, Any]:
@@ -231,7 +235,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
                     row = {"step": step, "seed": config.seeds[i], "train_loss": float(acc[i]) / acc_n,
                            "reference_loss": reference.loss, "lr": opt.lr_at(step - 1)} | r
                     rows.append({k: row.get(k) for k in METRIC_COLUMNS})
-                run.append_metrics(rows[-n_seeds:])
+                run.write_metrics(rows)
                 acc.zero_()
                 acc_n = 0
                 last_eval = float(sum(r["eval_loss"] for r in ev_rows) / n_seeds)

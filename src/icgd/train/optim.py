@@ -16,7 +16,14 @@ from torch import Tensor
 
 def lr_factor(cfg, step: int, total: int) -> float:
     """The schedule: the learning rate of (0-based) step `step` of `total`, as a multiple of cfg.lr:
-    linear warm-up over cfg.warmup_steps, then constant, cosine or linear decay to 0."""
+    linear warm-up over cfg.warmup_steps, then constant, cosine or linear decay to 0.
+
+    Kept in closed form (under torch's LambdaLR) rather than torch's built-in schedules (LinearLR warm-up,
+    then CosineAnnealingLR or LinearLR, chained by SequentialLR): those update the rate recursively, so their
+    rate drifts from this formula (measured over 20000 steps, warm-up 100: cosine up to 3.2e-12 relative,
+    equal bit for bit at 523 of 20000 steps; linear 8.5e-13, 32 of 20000), which would move every trained
+    weight at rounding level and part cached models from fresh ones; their state is also not a function of
+    the step alone, which the exact resume needs. tests/test_optim.py checks that they agree to 1e-11."""
     if cfg.warmup_steps and step < cfg.warmup_steps:
         return (step + 1) / cfg.warmup_steps
     frac = (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps)
@@ -79,7 +86,13 @@ class Adam:
 
 
 def clip_per_seed(grads: dict[str, Tensor], max_norm: float | None) -> Tensor:
-    """Scale each seed's gradients to global norm <= max_norm; returns the norms before clipping (S,)."""
+    """Scale each seed's gradients to global norm <= max_norm; returns the norms before clipping (S,).
+
+    Written here because torch's clip_grad_norm_ / clip_grads_with_norm_ take one global norm over the
+    .grad of whole parameters, and each seed is a slice of the stacked weights: the library's way is one
+    get_total_norm and one multiply per seed. Measured (5 seeds, 20 weights of 11 x 11 or 11, one thread,
+    2 shared CPU cores): 0.81 ms per step here against 2.58 ms seed by seed; equal in float64, 1 ulp apart
+    in float32 (the norm is summed in another order), which would move trained weights. Tested against it."""
     sq = sum(g.pow(2).reshape(g.shape[0], -1).sum(1) for g in grads.values())
     norms = sq.sqrt()
     if max_norm is not None:

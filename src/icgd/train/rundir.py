@@ -1,10 +1,12 @@
-"""Run directories: config.yaml, env.json, reference.json, metrics.csv, checkpoint.safetensors (+ .json),
-summary.json."""
+"""Run directories: config.yaml, env.json, reference.json, metrics.parquet, checkpoint.safetensors (+ .json),
+summary.json.
+
+The metrics (one row per evaluation step and seed) are written as Parquet (typed columns, exact floats) by
+pyarrow; run directories written before keep their metrics.csv, which every reader falls back to."""
 
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 from pathlib import Path
@@ -14,6 +16,8 @@ import yaml
 
 METRIC_COLUMNS = ["step", "seed", "train_loss", "eval_loss", "eval_ci_low", "eval_ci_high", "reference_loss",
                   "prediction_difference", "sensitivity_cosine", "sensitivity_l2", "lr"]
+#: the integer columns of the metrics; every other column is float64 (null where not measured)
+INT_METRICS = ("step", "seed")
 
 
 class RunDirError(ValueError):
@@ -32,7 +36,9 @@ class RunDir:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.config = path / "config.yaml"
-        self.metrics = path / "metrics.csv"
+        self.metrics = path / "metrics.parquet"
+        #: where runs written before the Parquet file kept their metrics (read when no metrics.parquet)
+        self.metrics_csv = path / "metrics.csv"
         self.checkpoint = path / "checkpoint.safetensors"
         self.summary = path / "summary.json"
         self.env = path / "env.json"
@@ -86,28 +92,44 @@ class RunDir:
         _atomic_write(self.summary, json.dumps(summary, indent=2))
 
     def write_metrics(self, rows: list[dict[str, Any]]) -> None:
-        """Rewrite metrics.csv with exactly `rows` (used at start and on resume)."""
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=METRIC_COLUMNS, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-        _atomic_write(self.metrics, buf.getvalue())
+        """Replace metrics.parquet with exactly `rows` ({column: value} with the keys of METRIC_COLUMNS; a
+        missing or None value is null), atomically: called at the start, on resume and after each evaluation
+        (the rows of a run are a few thousand at most)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
-    def append_metrics(self, rows: list[dict[str, Any]]) -> None:
-        with open(self.metrics, "a", newline="") as f:
-            csv.DictWriter(f, fieldnames=METRIC_COLUMNS, lineterminator="\n").writerows(rows)
+        schema = pa.schema([(c, pa.int64() if c in INT_METRICS else pa.float64()) for c in METRIC_COLUMNS])
+        table = pa.table({c: pa.array([r.get(c) for r in rows], type=schema.field(c).type)
+                          for c in METRIC_COLUMNS}, schema=schema)
+        tmp = self.metrics.with_name(self.metrics.name + ".tmp")
+        pq.write_table(table, tmp)
+        os.replace(tmp, self.metrics)
 
     def read_metrics(self) -> list[dict[str, Any]]:
-        with open(self.metrics, newline="") as f:
-            return [{k: _num(v) for k, v in r.items()} for r in csv.DictReader(f)]
+        """The metrics rows as written: [{column: int | float | None}] (None where not measured)."""
+        if not self.metrics.is_file() and self.metrics_csv.is_file():
+            with open(self.metrics_csv, newline="") as f:
+                return [{k: _num(v) for k, v in r.items()} for r in csv.DictReader(f)]
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self._metrics_file()).to_pylist()
 
     def metrics_frame(self):
-        """metrics.csv as a pandas DataFrame (one row per evaluation step and seed; floats read exactly)."""
+        """The metrics as a pandas DataFrame: one row per evaluation step and seed, the columns of
+        METRIC_COLUMNS (step, seed int64; the rest float64, NaN where not measured); floats read exactly."""
         import pandas as pd
 
+        path = self._metrics_file()
+        if path.suffix == ".parquet":
+            return pd.read_parquet(path)
         # pandas 3 parses floats exactly by default; pandas 2 needs round_trip for that
         exact = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
-        return pd.read_csv(self.metrics, **exact)
+        return pd.read_csv(path, **exact)
+
+    def _metrics_file(self) -> Path:
+        if self.metrics.is_file() or not self.metrics_csv.is_file():
+            return self.metrics  # (a missing file is reported by the reader, naming metrics.parquet)
+        return self.metrics_csv
 
 
 def _num(v: str) -> Any:
