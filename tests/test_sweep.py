@@ -136,10 +136,13 @@ def _wait_for(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(tmp_path):
+@pytest.mark.parametrize("workers", ["1", pytest.param("2", marks=needs_ray)])
+def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(tmp_path, workers):
+    """SIGINT in the middle of a trial, one after another in the command's process or on Ray."""
     out = tmp_path / "sw"
     cmd = _cli("lsa-1", "task.n_context=4,8", "steps=1000", "batch_size=64", "eval.every=500",
-               "eval.n_tasks=64", "eval.n_tune=64", "checkpoint_every=100", "--seeds", "1", "--out", str(out))
+               "eval.n_tasks=64", "eval.n_tune=64", "checkpoint_every=100", "--seeds", "1", "--out", str(out),
+               "--workers", workers)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         trials = out / "trials"
@@ -153,7 +156,7 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(tmp_path):
     assert "resume" in err
     for f in [out / "sweep.json", *trials.glob("*/trial.json")]:
         json.loads(f.read_text())  # nothing half-written
-    assert set(pd.read_parquet(out / "sweep.parquet")["status"]) == {"pending"}  # the table of what ran so far
+    assert "pending" in set(pd.read_parquet(out / "sweep.parquet")["status"])  # the table of what ran so far
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     frame = pd.read_parquet(out / "sweep.parquet")

@@ -363,7 +363,7 @@ def run(plan: Plan, out: str | Path, workers: int = 1, address: str | None = Non
         return again
 
     try:
-        if workers == 1 and address is None:
+        if todo and workers == 1 and address is None:
             for s in todo:
                 while True:
                     attempt = len(s.attempts) + 1
@@ -377,7 +377,7 @@ def run(plan: Plan, out: str | Path, workers: int = 1, address: str | None = Non
                     rec = {"attempt": attempt, "seconds": round(time.perf_counter() - t0, 2)} | rec
                     if not finished(s, rec):
                         break
-        else:
+        elif todo:  # Ray starts only when there is something to run
             with Pool(workers, threads, address, gpus=1.0 if device.startswith("cuda") else 0.0) as pool:
                 started: dict[str, float] = {}
 
@@ -477,25 +477,45 @@ def summary(out: str | Path, metric: str = "eval_loss", maximize: bool = False, 
 
 
 def _summary_figure(out: Path, agg: Any, axes: list[str], metric: str) -> None:
+    """One panel per swept key: the metric (mean over seeds, bars min to max) against the key, one line per
+    combination of the other swept keys (labelled when there are at most 8)."""
     import matplotlib.pyplot as plt
 
     from icgd.plots import subplots
 
     fig, axs = subplots(len(axes))
-    mean, lo, hi = (agg[f"{metric}_{k}"].astype(float) for k in ("mean", "min", "max"))
+    agg = agg.dropna(subset=[f"{metric}_mean"])
     for ax, key in zip(axs, axes):
-        x = agg[key]
-        numeric = bool(np.issubdtype(np.asarray(x).dtype, np.number))
-        xs = x.astype(float) if numeric else x.astype(str)
-        ax.errorbar(xs, mean, yerr=[mean - lo, hi - mean], fmt="o", capsize=2, markersize=4)
-        if numeric and (xs > 0).all() and xs.max() / xs.min() >= 10:
-            ax.set_xscale("log")
-        finite = mean[np.isfinite(mean)]
+        others = [k for k in axes if k != key]
+        groups = list(agg.groupby(others, sort=True, dropna=False)) if others else [((), agg)]
+        numeric = bool(np.issubdtype(np.asarray(agg[key]).dtype, np.number))
+        for values, g in groups:
+            g = g.sort_values(key)
+            mean, lo, hi = (g[f"{metric}_{k}"].to_numpy(dtype=float) for k in ("mean", "min", "max"))
+            x = g[key].to_numpy(dtype=float) if numeric else g[key].astype(str).to_numpy()
+            values = values if isinstance(values, tuple) else (values,)
+            label = ", ".join(f"{k.rsplit('.', 1)[-1]}={v:g}" if isinstance(v, (int, float)) else
+                              f"{k.rsplit('.', 1)[-1]}={v}" for k, v in zip(others, values)) or None
+            ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], marker="o", markersize=4, capsize=2, linewidth=1,
+                        label=label if len(groups) <= 8 else None)
+        if numeric:
+            xs = agg[key].to_numpy(dtype=float)
+            if (xs > 0).all() and xs.max() / xs.min() >= 3:
+                ax.set_xscale("log")
+            ticks = np.unique(xs)
+            if len(ticks) <= 8:  # the swept values themselves as ticks
+                ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+                ax.minorticks_off()
+        finite = agg[f"{metric}_mean"].to_numpy(dtype=float)
+        finite = finite[np.isfinite(finite)]
         if len(finite) and (finite > 0).all() and finite.max() / finite.min() >= 10:
             ax.set_yscale("log")
         ax.set_xlabel(key)
-        ax.set_ylabel(f"{metric} (last step; mean, min-max over seeds)")
-    fig.suptitle(f"{out.name}: each trial at its last evaluation step")
+        ax.set_ylabel(metric)
+        if others and len(groups) <= 8:
+            ax.legend(fontsize=7)
+    fig.suptitle(f"{out.name}: {metric} at each trial's last evaluation step (mean over seeds, bars: min to max)",
+                 fontsize=9)
     for ext in ("png", "pdf"):  # written beside, then moved in: never a half-written figure
         tmp = out / f"summary.tmp.{ext}"
         fig.savefig(tmp, dpi=150, bbox_inches="tight")
