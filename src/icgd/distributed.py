@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 
-class RayUnavailable(RuntimeError):
-    """Ray is needed (several workers, or a cluster address) but not installed."""
+class RayUnavailable(ValueError):
+    """Ray is needed (several workers, or a cluster address) but not installed, or the cluster at the given
+    address cannot be joined (a ValueError: the command line reports it in one line)."""
 
 
 def available() -> bool:
@@ -81,7 +82,11 @@ class Pool:
                 ray.init(num_cpus=self.workers * self.threads, include_dashboard=False,
                          object_store_memory=100 * 2 ** 20, **quiet)
             else:
-                ray.init(address=self.address, **quiet)
+                try:
+                    ray.init(address=self.address, **quiet)
+                except (ConnectionError, RuntimeError, ValueError) as e:
+                    raise RayUnavailable(f"cannot join the Ray cluster at {self.address!r}: {_first_line(e)} "
+                                         "(is `ray start --head` running there? docs/sweeps.md)") from None
             self._started = True
         return self
 
