@@ -85,7 +85,7 @@ class Pool:
                 try:
                     ray.init(address=self.address, **quiet)
                 except (ConnectionError, RuntimeError, ValueError) as e:
-                    raise RayUnavailable(f"cannot join the Ray cluster at {self.address!r}: {_first_line(e)} "
+                    raise RayUnavailable(f"cannot join the Ray cluster at {self.address!r}: {first_line(e)} "
                                          "(is `ray start --head` running there? docs/sweeps.md)") from None
             self._started = True
         return self
@@ -122,9 +122,9 @@ class Pool:
                 yield Outcome(key, ray.get(ref))
             except RayTaskError as err:  # the job raised: its own error, without Ray's wrapping
                 cause = err.cause if getattr(err, "cause", None) is not None else err
-                yield Outcome(key, error=f"{type(cause).__name__}: {_first_line(cause)}")
+                yield Outcome(key, error=f"{type(cause).__name__}: {first_line(cause)}")
             except RayError as err:  # the worker died (signal, out of memory) or the node was lost
-                yield Outcome(key, error=f"{type(err).__name__}: {_first_line(err)}", killed=True)
+                yield Outcome(key, error=f"{type(err).__name__}: {first_line(err)}", killed=True)
 
     def cancel(self) -> None:
         """Stop the jobs still pending or running (their workers are killed)."""
@@ -138,7 +138,8 @@ class Pool:
         self._pending.clear()
 
 
-def _first_line(err: BaseException) -> str:
+def first_line(err: BaseException) -> str:
+    """An error's message in one line (its type's name when it has none)."""
     text = str(err).strip().splitlines()
     return text[0] if text else type(err).__name__
 

@@ -334,7 +334,7 @@ def run(plan: Plan, out: str | Path, workers: int = 1, address: str | None = Non
     and no address the trials run one after another in this process (no Ray needed); otherwise as Ray jobs
     (`icgd.distributed.Pool`). KeyboardInterrupt propagates after the running trials were stopped and the
     table of what finished was written."""
-    from icgd.distributed import Pool, say
+    from icgd.distributed import Pool, first_line, say
     from icgd.train.engine import TrainingInterrupted
 
     out = Path(out)
@@ -373,7 +373,7 @@ def run(plan: Plan, out: str | Path, workers: int = 1, address: str | None = Non
                     except TrainingInterrupted:  # Ctrl-C reached the training loop, which checkpointed: no attempt
                         raise KeyboardInterrupt from None
                     except Exception as err:
-                        rec = {"status": "failed", "error": f"{type(err).__name__}: {_first_line(err)}"}
+                        rec = {"status": "failed", "error": f"{type(err).__name__}: {first_line(err)}"}
                     rec = {"attempt": attempt, "seconds": round(time.perf_counter() - t0, 2)} | rec
                     if not finished(s, rec):
                         break
@@ -405,11 +405,6 @@ def run(plan: Plan, out: str | Path, workers: int = 1, address: str | None = Non
     if left:
         say(f"{len(left)} trial(s) failed twice: {', '.join(left)} (errors in their trial.json)", quiet)
     return frame
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__
 
 
 # ---------------------------------------------------------------------------------------------- results
