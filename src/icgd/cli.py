@@ -59,25 +59,21 @@ def _steps(text: str) -> list[int]:
     return steps
 
 
-def _count(text: str) -> int:
-    """An integer >= 1."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
+def _at_least(low: int):
+    """An argparse type: an integer >= low."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {v}")
+        return v
+    return parse
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if v < 2:
-        raise argparse.ArgumentTypeError(f"must be at least 2, got {v}")
-    return v
+_count = _at_least(1)  # workers, threads, samples
+_positive = _at_least(2)  # task counts, sizes
 
 
 def cmd_baselines(args: argparse.Namespace) -> int:
