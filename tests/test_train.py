@@ -348,3 +348,28 @@ def test_categorical_models_train_batched_and_are_scored_against_true_probabilit
     s = together.summary["seeds"][0]
     assert s["final_eval_loss"] == pytest.approx(direct, rel=1e-9)  # the same held-out tasks and measure
     assert s["final_eval_loss"] < s["reference_loss"]  # it beats predicting 0 for every category
+
+
+@pytest.mark.parametrize("model", [{"n_layers": 3, "clip": 2.0}, {"n_layers": 2, "n_heads": 2, "mlp": True,
+                                                                   "layer_norm": True}])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_training_evaluation_of_all_seeds_at_once_equals_each_seeds_module(model, dtype):
+    """The held-out loss during training, all seeds on the fused path, equals each seed's module's loss
+    to float rounding; a model the fused path does not compute is evaluated seed by seed (None)."""
+    from icgd.episodes import make_generator
+    from icgd.metrics import evaluate
+    from icgd.train.config import build_config
+    from icgd.train.evaluation import fused_losses
+    from icgd.train.models import init_params, seed_learner
+
+    cfg = build_config({"name": "t", "model": model | {"init_scale": 1.0}, "seeds": [0, 1, 2], "dtype": dtype})
+    params = init_params(cfg)
+    dt = torch.float32 if dtype == "float32" else torch.float64
+    ev = cfg.task.sample(300, make_generator(5), dtype=dt)
+    fast = fused_losses(cfg, params, ev, chunk=128)
+    slow = [evaluate(seed_learner(cfg, {k: v.detach() for k, v in params.items()}, i), ev) for i in range(3)]
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    assert [s.mean for s in fast] == pytest.approx([s.mean for s in slow], rel=tol, abs=0)
+    assert [c for s in fast for c in s.ci95] == pytest.approx([c for s in slow for c in s.ci95], rel=tol, abs=0)
+    assert len({s.mean for s in fast}) == 3
+    assert fused_losses(build_config({"name": "l", "model": {"kind": "lstm", "n_layers": 1}}), params, ev) is None
