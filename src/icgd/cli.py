@@ -211,15 +211,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     plan = sweep.make_plan(args.config, list(args.items), args.seeds, args.samples, args.sample_seed)
     out = Path(args.out) if args.out else Path("sweeps") / Path(args.config).stem
     try:
-        sweep.run(plan, out, args.workers, args.address, args.threads, _device(args.device), args.quiet)
+        frame = sweep.run(plan, out, args.workers, args.address, args.threads, _device(args.device), args.quiet)
     except RayUnavailable as e:
         raise UsageError(str(e)) from None
     except KeyboardInterrupt:
         print(f"stopped: running trials keep their last checkpoints; run the same command to resume ({out})",
               file=sys.stderr)
         return 130
-    frame = sweep.summary(out, args.metric, args.maximize, args.top)
-    print(frame.to_string(index=False))
+    best = sweep.summary(out, args.metric, args.maximize, args.top, frame=frame)
+    print(best.to_string(index=False))
     print(f"one row per trial x seed x step: {out / 'sweep.parquet'}; figure: {out / 'summary.png'} (and .pdf)")
     return 0
 

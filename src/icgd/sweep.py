@@ -452,12 +452,14 @@ def table(out: str | Path, write: bool = True) -> Any:
     return frame
 
 
-def summary(out: str | Path, metric: str = "eval_loss", maximize: bool = False, top: int = 10) -> Any:
+def summary(out: str | Path, metric: str = "eval_loss", maximize: bool = False, top: int = 10,
+            frame: Any = None) -> Any:
     """Per trial: the metric at the last evaluation step, mean / min / max over seeds, best first (a pandas
-    frame); also writes summary.png and summary.pdf: the metric against each swept key."""
+    frame); also writes summary.png and summary.pdf: the metric against each swept key. frame: the sweep's
+    table when the caller has it (what `run` returns), else it is read and written again (`table`)."""
     out = Path(out)
     plan = _read_plan(out)
-    frame = table(out)
+    frame = table(out) if frame is None else frame
     if metric not in frame.columns:
         raise SweepError(f"no metric {metric!r} in {out}/sweep.parquet (columns: {', '.join(map(str, frame.columns))})")
     rows = frame.dropna(subset=["step"])

@@ -112,40 +112,40 @@ def seed_learners(res: TrainResult) -> list[Any]:
 
 def seed_predictions(res: TrainResult, ev: Episodes, chunk: int = 4096) -> Iterator[tuple[Episodes, Tensor]]:
     """(tasks, predictions (S, B, Q, Dy)) of every seed of `res` (float64, CPU), `chunk` tasks at a time:
-    all seeds at once by the fused training path where it computes the model, else `seed_learners(res)`
-    one by one (the same numbers to float64 rounding: tests/test_experiments.py)."""
+    all seeds at once by the fused training path where it computes the model
+    (`icgd.train.evaluation.fused_predictions`), else `seed_learners(res)` one by one (the same numbers to
+    float64 rounding: tests/test_experiments.py)."""
     from icgd.metrics import chunks
-    from icgd.train.backends import fused_ineligible
-    from icgd.train.fused import lsa_predictions
+    from icgd.train.evaluation import fused_predictions
 
-    if fused_ineligible(res.config) is not None:
-        learners = seed_learners(res)
-        for e in chunks(ev, chunk):
-            with torch.no_grad():
-                yield e, torch.stack([lr.predict(e) for lr in learners])
+    fast = fused_predictions(res.config, _params64(res), ev, chunk)
+    if fast is not None:
+        yield from fast
         return
-    params = {k: v.detach().to("cpu", torch.float64) for k, v in res.params.items()}
-    stack = res.config.stack_config()
+    learners = seed_learners(res)
     for e in chunks(ev, chunk):
         with torch.no_grad():
-            yield e, lsa_predictions(params, stack, e.context_x, e.context_y, e.query_x)
+            yield e, torch.stack([lr.predict(e) for lr in learners])
+
+
+def _params64(res: TrainResult) -> dict[str, Tensor]:
+    return {k: v.detach().to("cpu", torch.float64) for k, v in res.params.items()}
 
 
 def seed_losses(res: TrainResult, ev: Episodes, chunk: int = 4096) -> list[float]:
     """`evaluate(learner, ev).mean` for each of `seed_learners(res)` (float64, CPU), computed for all seeds at
-    once by the fused training path where it computes the model (`seed_predictions`), else seed by seed.
-    Measured: the module path's per-seed einsums took 134 s of oswald-depth's 188 s of analyses (cProfile of
-    `icgd reproduce oswald-depth` on cached models)."""
-    from icgd.metrics import Stat, evaluate, query_loss
+    once by the fused training path where it computes the model (`icgd.train.evaluation.fused_losses`, the
+    training evaluation's), else seed by seed. Measured: the module path's per-seed einsums took 134 s of
+    oswald-depth's 188 s of analyses (cProfile of `icgd reproduce oswald-depth` on cached models)."""
+    from icgd.metrics import evaluate
     from icgd.profiling import section
-    from icgd.train.backends import fused_ineligible
+    from icgd.train.evaluation import fused_losses
 
-    if fused_ineligible(res.config) is not None or ev.query_y is None:
-        return [evaluate(lr, ev).mean for lr in seed_learners(res)]
     with section("evaluate"):
-        losses = torch.cat([query_loss(pred, e.query_y.expand_as(pred))
-                            for e, pred in seed_predictions(res, ev, chunk)], dim=-1)  # (S, B)
-    return [Stat.of(row).mean for row in losses]
+        stats = fused_losses(res.config, _params64(res), ev, chunk)
+    if stats is None:
+        return [evaluate(lr, ev).mean for lr in seed_learners(res)]
+    return [s.mean for s in stats]
 
 
 def seed_prediction_differences(res: TrainResult, refs: list[Any], ev: Episodes, chunk: int = 4096

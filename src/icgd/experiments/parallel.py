@@ -16,7 +16,6 @@ its experiment, which then raises the error as a serial run would.
 from __future__ import annotations
 
 import multiprocessing
-import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -107,7 +106,10 @@ def train_side_by_side(jobs: list[Job], workers: int, device: str = "cpu", quiet
     if threads is None:
         threads = max(1, distributed.cores() // workers) if address is None else 1
     records: list[dict[str, Any]] = []
-    say = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+
+    def say(msg: str) -> None:
+        distributed.say(msg, quiet)
+
     where = f"Ray cluster {address}" if address else f"{workers} {'Ray ' if engine == 'ray' else ''}workers"
     say(f"training {len(jobs)} models side by side: {where} x {threads} threads")
 

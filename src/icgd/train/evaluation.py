@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,25 +74,41 @@ def evaluate_seeds(config: TrainConfig, params: dict[str, Tensor], eval_eps: Epi
     return rows
 
 
-def fused_losses(config: TrainConfig, params: dict[str, Tensor], ev: Episodes, chunk: int = 4096
-                 ) -> list[Stat] | None:
-    """Every seed's held-out loss (a Stat per seed) computed for all seeds at once by the fused training path,
-    in the dtype and on the device of `params` and `ev`; None where that path does not compute the model
-    (`backends.fused_ineligible`: other models, objectives or tokens), and the losses are taken seed by seed.
-    Equal to each seed's module to float rounding (tests/test_train.py). Why: one evaluation of 5 seeds of
-    the 4-head MLP stack took 0.309 s seed by seed against 0.081 s for all seeds' predictions at once
-    (`benchmarks/eval_cost.py`)."""
-    from icgd.metrics import chunks, query_loss
+def fused_predictions(config: TrainConfig, params: dict[str, Tensor], ev: Episodes, chunk: int = 4096
+                      ) -> Iterator[tuple[Episodes, Tensor]] | None:
+    """(tasks, predictions (S, B, Q, Dy)) of every seed at once by the fused training path, `chunk` tasks at a
+    time, in the dtype and on the device of `params` and `ev`; None where that path does not compute the
+    model (`backends.fused_ineligible`: other models, objectives or tokens)."""
     from icgd.train.backends import fused_ineligible
+
+    if fused_ineligible(config) is not None:
+        return None
+    return _fused_chunks(config, {k: v.detach() for k, v in params.items()}, ev, chunk)
+
+
+def _fused_chunks(config: TrainConfig, weights: dict[str, Tensor], ev: Episodes, chunk: int
+                  ) -> Iterator[tuple[Episodes, Tensor]]:
+    from icgd.metrics import chunks
     from icgd.train.fused import lsa_predictions
 
-    if fused_ineligible(config) is not None or ev.query_y is None:
-        return None
     stack = config.stack_config()
-    weights = {k: v.detach() for k, v in params.items()}
-    parts = []
-    with torch.no_grad():
-        for e in chunks(ev, chunk):
-            pred = lsa_predictions(weights, stack, e.context_x, e.context_y, e.query_x)  # (S, B, Q, Dy)
-            parts.append(query_loss(pred, e.query_y.expand_as(pred)))  # the squared error: fused_ineligible
-    return [Stat.of(row) for row in torch.cat(parts, dim=-1)]
+    for e in chunks(ev, chunk):
+        with torch.no_grad():
+            yield e, lsa_predictions(weights, stack, e.context_x, e.context_y, e.query_x)
+
+
+def fused_losses(config: TrainConfig, params: dict[str, Tensor], ev: Episodes, chunk: int = 4096
+                 ) -> list[Stat] | None:
+    """Every seed's held-out loss (a Stat per seed) computed for all seeds at once by the fused training path
+    (`fused_predictions`); None where that path does not compute the model (or `ev` has no targets), and the
+    losses are taken seed by seed. Equal to each seed's module to float rounding (tests/test_train.py). Why:
+    one evaluation of 5 seeds of the 4-head MLP stack took 0.309 s seed by seed against 0.081 s for all seeds'
+    predictions at once (`benchmarks/eval_cost.py`)."""
+    from icgd.metrics import query_loss
+
+    preds = fused_predictions(config, params, ev, chunk) if ev.query_y is not None else None
+    if preds is None:
+        return None
+    # the squared error: fused_ineligible refuses other objectives
+    losses = torch.cat([query_loss(pred, e.query_y.expand_as(pred)) for e, pred in preds], dim=-1)  # (S, B)
+    return [Stat.of(row) for row in losses]
