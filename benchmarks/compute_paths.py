@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from icgd.perf import keep_freed_memory
+from icgd.core.perf import keep_freed_memory
 from icgd.train.backends import backend
 from icgd.train.config import load_config
 from icgd.train.data import TaskStream

@@ -20,9 +20,9 @@ MODELS = {"2-layer 4-head MLP stack": {"n_layers": 2, "n_heads": 4, "mlp": True}
 
 
 def main() -> None:
-    from icgd.episodes import make_generator
+    from icgd.core.episodes import make_generator
+    from icgd.core.metrics import alignment, evaluate
     from icgd.learners.tuning import tune_gd
-    from icgd.metrics import alignment, evaluate
     from icgd.train.config import build_config
     from icgd.train.evaluation import seed_learner
     from icgd.train.fused import lsa_predictions

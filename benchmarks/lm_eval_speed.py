@@ -25,17 +25,24 @@ import torch
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="smollm2-135m")
-    ap.add_argument("--task", default="bbc-news", help="a packaged task or a CSV (icgd.lm.data.load_task)")
+    ap.add_argument("--task", default="bbc-news", help="a packaged task or a CSV (icgd.data.text.load_task)")
     ap.add_argument("--k", type=int, default=32, help="demonstrations")
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0, help="demonstration seed")
     ap.add_argument("--lr", type=float, default=1e-2, help="FT learning rate (timing only)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    from icgd.data.text import load_task
     from icgd.lm.compare import demonstrations
-    from icgd.lm.data import load_task
     from icgd.lm.finetune import KVSnapshot, finetune_kv
-    from icgd.lm.icl import build_prefix, demonstration_ids, label_ids, query_ids, score, start_ids
+    from icgd.lm.icl import (
+        build_prefix,
+        demonstration_ids,
+        label_ids,
+        query_ids,
+        score,
+        start_ids,
+    )
     from icgd.lm.models import load_lm
 
     task = load_task(args.task)

@@ -26,7 +26,7 @@ VALUES = ["optim.lr=1e-3,2e-3,3e-3,5e-3", "task.n_context=5,10,20"]
 _OVERHEAD = """
 import json, time
 t0 = time.perf_counter()
-from icgd.distributed import Pool
+from icgd.scale.distributed import Pool
 t1 = time.perf_counter()
 with Pool(workers={workers}) as pool:
     t2 = time.perf_counter()

@@ -20,12 +20,12 @@ import time
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from icgd.episodes import make_generator
+from icgd.core.episodes import make_generator
+from icgd.core.metrics import query_loss
+from icgd.core.perf import keep_freed_memory
+from icgd.learners.tokens import ConcatTokens
 from icgd.learners.transformer import TransformerLearner
-from icgd.metrics import query_loss
 from icgd.nn.stack import Stack
-from icgd.perf import keep_freed_memory
-from icgd.tokens import ConcatTokens
 from icgd.train.config import TrainConfig, load_config
 from icgd.train.engine import Stepper
 

@@ -5,13 +5,18 @@ import pytest
 import torch
 
 from icgd import make_generator
-from icgd.constructions import constant_kernel_value, kernel_gd_construction
+from icgd.learners.constructions import constant_kernel_value, kernel_gd_construction
 from icgd.learners.kernel_gd import KernelGD
+from icgd.learners.tokens import ConcatTokens
 from icgd.learners.transformer import TransformerLearner
 from icgd.nn.kernels import kernel_names
 from icgd.tasks import CategoricalQuadrants
-from icgd.tasks.categorical import probability_mse, quadrant_of, true_probabilities, xor_templates
-from icgd.tokens import ConcatTokens
+from icgd.tasks.categorical import (
+    probability_mse,
+    quadrant_of,
+    true_probabilities,
+    xor_templates,
+)
 
 #: kernel head parameters where the kernel has some (the sigmoid's a small, so tanh is not saturated)
 PARAMS = {"sigmoid": (0.5, 0.3), "polynomial": (0.7,), "softmax": (0.8,), "exponential": (1.5,), "rbf": (0.6,),

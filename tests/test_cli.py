@@ -57,7 +57,7 @@ def test_console_script_help_and_version():
 
 def test_missing_feature_package_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys):
     """The few-shot study without its optional package: one line naming the pip command, exit 2."""
-    import icgd.fewshot_data as fd
+    import icgd.data.features as fd
     from icgd.tasks import fewshot
 
     fewshot._features.cache_clear()

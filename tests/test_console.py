@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from icgd.claims.base import Claim, format_report, suite
+from icgd.claims.base import Claim, suite
 from icgd.cli import main
-from icgd.console import print_claims
+from icgd.core.profiling import format_breakdown
 from icgd.experiments.registry import ExperimentContext, register
-from icgd.profiling import format_breakdown
+from icgd.results.console import format_report, print_claims
 
 
 @register("test-console-numbers", "two numbers, nothing trained", "tests", 0.0, 0.0)

@@ -4,16 +4,16 @@ import pytest
 import torch
 
 from icgd import make_generator
-from icgd.constructions import (
+from icgd.learners import GD, GDPlusPlus, TransformerLearner, gd_transformer
+from icgd.learners.constructions import (
     gd_construction,
     gd_weights,
     gdpp_weights,
     load_layer_weights,
 )
-from icgd.learners import GD, GDPlusPlus, TransformerLearner, gd_transformer
+from icgd.learners.tokens import concat_tokens
 from icgd.nn.stack import Stack
 from icgd.tasks import LinearRegression
-from icgd.tokens import concat_tokens
 
 TOL = {torch.float64: 1e-10, torch.float32: 1e-5}
 ETAS = [0.9, 0.6, 1.2, 0.4, 0.8]
@@ -120,9 +120,9 @@ def test_construction_errors():
 @pytest.mark.parametrize("kernel,scale", [("linear", 1.0), ("softmax", 100.0)])
 @pytest.mark.parametrize("dx,dy,n", [(1, 1, 1), (3, 2, 4), (10, 1, 10), (12, 1, 5)])
 def test_copy_layer_builds_the_concatenated_tokens_exactly(kernel, scale, dx, dy, n):
-    from icgd.constructions import copy_attention_config, copy_weights
+    from icgd.learners.constructions import copy_attention_config, copy_weights
+    from icgd.learners.tokens import concat_tokens, interleaved_tokens
     from icgd.nn.attention import Attention
-    from icgd.tokens import concat_tokens, interleaved_tokens
 
     ep = LinearRegression(dx=dx, dy=dy, n_context=n).sample(16, make_generator(3), dtype=torch.float64)
     tok = interleaved_tokens(ep)
@@ -142,9 +142,9 @@ def test_copy_layer_builds_the_concatenated_tokens_exactly(kernel, scale, dx, dy
 
 def test_copy_needs_a_sharp_softmax():
     """With scale 1 the softmax rows are not one-hot: the copy is visibly wrong (the check can fail)."""
-    from icgd.constructions import copy_attention_config, copy_weights
+    from icgd.learners.constructions import copy_attention_config, copy_weights
+    from icgd.learners.tokens import concat_tokens, interleaved_tokens
     from icgd.nn.attention import Attention
-    from icgd.tokens import concat_tokens, interleaved_tokens
 
     ep = LinearRegression(dx=3, dy=1, n_context=5).sample(16, make_generator(3), dtype=torch.float64)
     tok = interleaved_tokens(ep)
@@ -159,9 +159,9 @@ def test_copy_needs_a_sharp_softmax():
 @pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-10), (torch.float32, 1e-5)])
 @pytest.mark.parametrize("kernel", ["linear", "softmax"])
 def test_copy_then_gd_equals_one_gd_step(kernel, dtype, tol):
-    from icgd.constructions import copy_gd_construction
+    from icgd.learners.constructions import copy_gd_construction
+    from icgd.learners.tokens import InterleavedTokens
     from icgd.learners.transformer import TransformerLearner
-    from icgd.tokens import InterleavedTokens
 
     ep = LinearRegression(dx=10, dy=1, n_context=10, n_queries=3).sample(64, make_generator(5), dtype=dtype)
     model = TransformerLearner(copy_gd_construction(10, 1, 10, 0.6, kernel).build(dtype=dtype), InterleavedTokens())
@@ -182,9 +182,9 @@ def test_per_layer_kernels_are_validated():
 def test_per_layer_products_in_a_trained_shaped_stack_give_per_step_gdpp():
     """`readoff.with_layer_products` (the 5-layer interpolation of A.3): per-layer GD++ products put into a
     separate-layer stack are GD++ with those per-step eta and gamma; the stack's own products round-trip."""
+    from icgd.analysis.readoff import products, with_layer_products
     from icgd.nn.attention import AttentionConfig
     from icgd.nn.stack import StackConfig
-    from icgd.readoff import products, with_layer_products
 
     dx, dy, n, steps = 5, 1, 10, 4
     ep = _episodes(dx, dy, n, 3, torch.float64, seed=2)

@@ -43,7 +43,7 @@ def test_site_builds_strict(tmp_path):
     for page in ("index.html", "reproduce/index.html", "sources/oswald/index.html", "concepts/claims/index.html"):
         assert (site / page).is_file(), page
     api = (site / "api" / "core" / "index.html").read_text()
-    assert 'id="icgd.episodes.Episodes"' in api, "the API reference has no entry for icgd.episodes.Episodes"
+    assert 'id="icgd.core.episodes.Episodes"' in api, "the API reference has no entry for icgd.core.episodes.Episodes"
     assert "fonts.googleapis" not in (site / "index.html").read_text(), "the site must not load web fonts"
 
 

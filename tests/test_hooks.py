@@ -56,8 +56,8 @@ def test_weights_hooks_read_and_patch_the_attention_weights():
 
 
 def test_a_recurrent_stack_names_each_application_step():
+    from icgd.analysis.readoff import gd_products, stack_from_products
     from icgd.learners import TransformerLearner
-    from icgd.readoff import gd_products, stack_from_products
 
     ep, _ = _setup()
     rec = TransformerLearner(stack_from_products(*gd_products(3, 1, 0.3, 6), n_layers=3, recurrent=True))

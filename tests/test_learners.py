@@ -92,7 +92,7 @@ def test_step_count_mismatch_is_an_error():
 
 
 def test_feature_lsa_control_is_the_gd_construction_on_mlp_features():
-    from icgd.constructions import gd_weights
+    from icgd.learners.constructions import gd_weights
     from icgd.learners.deep import FeatureLSA
     from icgd.tasks import SineRegression
 

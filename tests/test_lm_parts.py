@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from icgd.data.text import DataError, TextTask, csv_task, load_task
 from icgd.lm import measures as M
-from icgd.lm.data import DataError, TextTask, csv_task, load_task
 
 transformers = pytest.importorskip("transformers")
 

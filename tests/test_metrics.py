@@ -4,8 +4,7 @@ import pytest
 import torch
 
 from icgd import ShapeError, make_generator
-from icgd.learners import GD, LeastSquares, ZeroPredictor, gd_transformer
-from icgd.metrics import (
+from icgd.core.metrics import (
     Stat,
     alignment,
     evaluate,
@@ -13,6 +12,7 @@ from icgd.metrics import (
     sensitivities,
     task_losses,
 )
+from icgd.learners import GD, LeastSquares, ZeroPredictor, gd_transformer
 from icgd.tasks import LinearRegression
 
 
@@ -71,7 +71,7 @@ def test_alignment_of_equal_and_different_learners():
 
 
 def test_cross_entropy_and_accuracy_per_task():
-    from icgd.metrics import MEASURES, accuracy, cross_entropy
+    from icgd.core.metrics import MEASURES, accuracy, cross_entropy
 
     probs = torch.tensor([[[0.7, 0.2, 0.1], [0.2, 0.5, 0.3]], [[1 / 3, 1 / 3, 1 / 3], [0.1, 0.1, 0.8]]])
     target = torch.tensor([[[1.0, 0, 0], [0, 0, 1.0]], [[0, 1.0, 0], [0, 0, 1.0]]])

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from icgd.episodes import Episodes, make_generator
+from icgd.core.episodes import Episodes, make_generator
 from icgd.learners.causal_lm import CausalLM, lm_stack_config
 from icgd.nn.attention import AttentionOptions
 from icgd.tasks.text import TextLM, Unigram, next_token_loss

@@ -6,11 +6,11 @@ import json
 import pytest
 import torch
 
-from icgd import distributed
 from icgd.claims.base import Claim, suite
 from icgd.claims.runner import verify
 from icgd.experiments.parallel import Job, planned, train_side_by_side
 from icgd.experiments.registry import ExperimentContext, register
+from icgd.scale import distributed
 from icgd.train.config import build_config
 from icgd.train.engine import Stepper
 

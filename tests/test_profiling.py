@@ -2,7 +2,7 @@
 
 import time
 
-from icgd.profiling import Profile, format_breakdown, section, summarize, timed
+from icgd.core.profiling import Profile, format_breakdown, section, summarize, timed
 
 
 def test_nested_sections_count_each_second_once():

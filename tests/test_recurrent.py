@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from icgd import make_generator
-from icgd.episodes import ShapeError
+from icgd.core.episodes import ShapeError
 from icgd.learners.recurrent import LSTMLearner
 from icgd.tasks import LinearRegression
 from icgd.train.config import ConfigError, load_config

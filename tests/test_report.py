@@ -12,7 +12,13 @@ import pytest
 
 from icgd.claims.base import Claim, suite
 from icgd.cli import main
-from icgd.report import ReportError, load_run, reproduction_notes, seed_spread, write_report
+from icgd.report import (
+    ReportError,
+    load_run,
+    reproduction_notes,
+    seed_spread,
+    write_report,
+)
 
 EXP = "test-report-exp"
 

@@ -1,4 +1,4 @@
-"""Sweeps (`icgd sweep`, `icgd.sweep`): the plan, the tidy table, faults, resume; on Ray: a killed worker."""
+"""Sweeps (`icgd sweep`, `icgd.scale.sweep`): the plan, the tidy table, faults, resume; on Ray: a killed worker."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import time
 import pandas as pd
 import pytest
 
-from icgd import distributed, sweep
-from icgd.sweep import SweepError, make_plan
+from icgd.scale import distributed, sweep
+from icgd.scale.sweep import SweepError, make_plan
 
 # small trials: 1-layer LSA, a few steps, two evaluations
 _FIXED = ["steps=6", "batch_size=16", "eval.every=3", "eval.n_tasks=32", "eval.alignment_tasks=8",

@@ -11,7 +11,14 @@ import pytest
 
 from icgd.claims.base import Claim, suite
 from icgd.experiments.registry import ExperimentContext, register
-from icgd.tables import CLAIM_COLUMNS, TableError, claims_frame, experiment_tables, metrics_frame, results_frame
+from icgd.results.tables import (
+    CLAIM_COLUMNS,
+    TableError,
+    claims_frame,
+    experiment_tables,
+    metrics_frame,
+    results_frame,
+)
 from icgd.train import TrainConfig, train
 from icgd.train.checkpoint import load_checkpoint
 from icgd.train.config import build_config
@@ -52,7 +59,7 @@ def test_parquet_metrics_equal_the_old_csv_and_old_run_dirs_still_read(run, tmp_
     pd.testing.assert_frame_equal(RunDir(old).metrics_frame(), frame, check_exact=True)
     assert RunDir(old).read_metrics() == rows
     from icgd.experiments.common import curves
-    from icgd.experiments.registry import load_run
+    from icgd.train.runs import load_run
 
     steps, values = curves(load_run(old), "eval_loss")
     assert steps == [10, 20, 30] and values.shape == (2, 3)
@@ -113,7 +120,7 @@ def test_verify_and_reproduce_return_dicts_with_frames(tmp_path):
     pd.testing.assert_frame_equal(results_frame(tmp_path / "r"), res.frame())
     assert res.tables()["per_seed"]["loss"].tolist() == res["per_seed"]
     train_dir = next((tmp_path / "v" / "_train").iterdir())
-    from icgd.experiments.registry import load_run
+    from icgd.train.runs import load_run
 
     assert load_run(train_dir).metrics_frame()["step"].tolist() == [10, 10, 20, 20]
     pd.testing.assert_frame_equal(metrics_frame(train_dir), load_run(train_dir).metrics_frame())

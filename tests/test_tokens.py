@@ -3,8 +3,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from icgd import Episodes, make_generator
-from icgd.tasks import LinearRegression
-from icgd.tokens import (
+from icgd.learners.tokens import (
     ConcatTokens,
     InterleavedTokens,
     concat_readout,
@@ -14,6 +13,7 @@ from icgd.tokens import (
     interleaved_to_episodes,
     interleaved_tokens,
 )
+from icgd.tasks import LinearRegression
 
 dims = dict(b=st.integers(1, 5), n=st.integers(1, 8), q=st.integers(1, 3), dx=st.integers(1, 6),
             dy=st.integers(1, 3))

@@ -90,7 +90,7 @@ def test_fused_path_equals_the_generic_path(model, task, data, use_compiled, mon
     {"n_layers": 3, "recurrent": True, "clip": 2.0},  # the compiled kernel's path, where it compiles
 ])
 def test_fused_path_with_dampening_equals_each_seeds_stack(model):
-    from icgd.episodes import Episodes
+    from icgd.core.episodes import Episodes
     from icgd.learners import TransformerLearner
     from icgd.nn.stack import Stack
     from icgd.train.fused import lsa_predictions
@@ -327,7 +327,7 @@ def test_per_layer_kernels_are_checked_when_the_config_is_read():
 def test_categorical_models_train_batched_and_are_scored_against_true_probabilities(tmp_path, model):
     """The GD model and the Trained TF of source 002 train on categorical tasks (labels) with batched seeds
     equal to separate ones, and are evaluated against the true probabilities (probability MSE)."""
-    from icgd.metrics import evaluate
+    from icgd.core.metrics import evaluate
     from icgd.tasks.categorical import CategoricalQuadrants, probability_mse
 
     extra = dict(task={"kind": "categorical", "n_context": 10, "n_queries": 4}, model=model,
@@ -356,8 +356,8 @@ def test_categorical_models_train_batched_and_are_scored_against_true_probabilit
 def test_training_evaluation_of_all_seeds_at_once_equals_each_seeds_module(model, dtype):
     """The held-out loss during training, all seeds on the fused path, equals each seed's module's loss
     to float rounding; a model the fused path does not compute is evaluated seed by seed (None)."""
-    from icgd.episodes import make_generator
-    from icgd.metrics import evaluate
+    from icgd.core.episodes import make_generator
+    from icgd.core.metrics import evaluate
     from icgd.train.config import build_config
     from icgd.train.evaluation import fused_losses
     from icgd.train.models import init_params, seed_learner

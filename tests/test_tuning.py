@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from icgd import make_generator
-from icgd.baselines import run_baselines
+from icgd.analysis.baselines import run_baselines
+from icgd.core.metrics import evaluate
 from icgd.learners import GD
 from icgd.learners.tuning import (
     analytic_eta,
@@ -13,7 +14,6 @@ from icgd.learners.tuning import (
     tune_gd,
     tune_gdpp,
 )
-from icgd.metrics import evaluate
 from icgd.tasks import LinearRegression
 
 

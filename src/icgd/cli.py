@@ -9,8 +9,8 @@ from typing import Any, Sequence, get_args
 
 import pydantic
 
-from icgd import __version__
 from icgd.claims.base import SUITE_NAMES
+from icgd.core.version import __version__
 
 
 class UsageError(Exception):
@@ -79,7 +79,7 @@ _positive = _at_least(2)  # task counts, sizes
 def cmd_baselines(args: argparse.Namespace) -> int:
     import torch
 
-    from icgd.baselines import format_table, run_baselines
+    from icgd.analysis.baselines import format_table, run_baselines
     from icgd.tasks.linear import LinearRegression
 
     task = _task_from(args, LinearRegression)
@@ -133,7 +133,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _seed_list(text: str) -> list[int]:
     """'4' -> [0, 1, 2, 3]; '0,3,7' -> [0, 3, 7]."""
-    from icgd.seeds import parse_seeds
+    from icgd.core.seeds import parse_seeds
 
     try:
         return parse_seeds(text)
@@ -173,20 +173,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from icgd.claims import format_markdown, verify
-    from icgd.profiling import format_breakdown
+    from icgd.core.io import write_json, write_text
+    from icgd.core.profiling import format_breakdown
 
     out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{_mode_suffix(args)}"
     report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=_device(args.device),
                     quiet=args.quiet or args.json, cache=args.cache, smoke=args.smoke, options=_options(args),
                     workers=args.workers, address=args.address)
-    (out / "claims.json").write_text(json.dumps(report, indent=2))
-    (out / "claims.md").write_text(format_markdown(report))
+    write_json(out / "claims.json", report)
+    write_text(out / "claims.md", format_markdown(report))
     if args.json:
         print(json.dumps(report, indent=2))
     elif args.markdown:
         print(format_markdown(report).rstrip("\n"))
     else:
-        from icgd.console import print_claims
+        from icgd.results.console import print_claims
 
         print_claims(report)  # rich on a terminal; format_report's plain text otherwise
         print(format_breakdown(report["profile"]))
@@ -196,8 +197,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from icgd import sweep
-    from icgd.distributed import RayUnavailable
+    from icgd.scale import sweep
+    from icgd.scale.distributed import RayUnavailable
 
     if args.summary:
         if args.config or args.items:

@@ -5,7 +5,8 @@ source's claims and experiments)."""
 
 from typing import Any
 
-from icgd.claims.base import SUITES, Claim, format_markdown, format_report, suite
+from icgd.claims.base import SUITES, Claim, suite
+from icgd.results.console import format_markdown, format_report
 
 __all__ = ["Claim", "SUITES", "format_markdown", "format_report", "suite", "suite_names", "verify"]
 

@@ -63,29 +63,3 @@ def suite(name: str):
         SUITES[name] = fn
         return fn
     return deco
-
-
-def format_markdown(report: dict[str, Any]) -> str:
-    """The report as a Markdown table (`id`: claim, source, measured, threshold, result; FAIL in bold)."""
-    lines = ["| claim | source | measured | threshold | result |", "|---|---|---|---|---|"]
-    for c in report["claims"]:
-        name = f"`{c['id']}`: {c['claim']}" if c.get("id") else c["claim"]
-        cells = [name + (" (stricter check)" if c.get("role") == "stricter" else ""), c["source"],
-                 f"{c['measured']:.4g}", c["threshold"],
-                 "PASS" if c["passed"] else "**FAIL**"]
-        lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def format_report(report: dict[str, Any]) -> str:
-    rows = [("claim", "source", "measured", "threshold", "result")]
-    for c in report["claims"]:
-        strict = " [stricter]" if c.get("role") == "stricter" else ""
-        rows.append((f"{c['id']}{strict}: {c['claim']}", c["source"], f"{c['measured']:.4g}", c["threshold"],
-                     "PASS" if c["passed"] else "FAIL"))
-    widths = [min(max(len(r[i]) for r in rows), 90) for i in range(5)]
-    lines = ["  ".join(str(v)[:w].ljust(w) for v, w in zip(r, widths)) for r in rows]
-    n_pass = sum(c["passed"] for c in report["claims"])
-    lines.append(f"\n{n_pass} passed, {len(report['claims']) - n_pass} failed "
-                 f"({report.get('mode', 'quick' if report['quick'] else 'full')} mode, {report['seconds']} s)")
-    return "\n".join(lines)

@@ -8,10 +8,10 @@ from typing import Any
 
 from icgd.claims import blog, categorical, dai, nonlinear, oswald  # noqa: F401  (importing registers their suites)
 from icgd.claims.base import SUITES
+from icgd.core.profiling import Profile, section, summarize
 from icgd.experiments.registry import mode_of
 from icgd.experiments.runner import get_experiment, run_experiment
-from icgd.profiling import Profile, section, summarize
-from icgd.tables import VerifyReport
+from icgd.results.tables import VerifyReport
 
 
 def suite_names() -> list[str]:
@@ -27,7 +27,7 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     cache: where trained models are cached (default out/_train). smoke: a handful of steps and tasks, to
     check that every claim gets its number (the numbers mean nothing). Returns {"suite", "quick", "mode",
     "seconds", "claims": [{"id", "claim", "source", "measured", "threshold", "passed", ...}], "profile"}; the
-    profile is where the seconds went (`icgd.profiling.summarize`, and its "rows" per section and model);
+    profile is where the seconds went (`icgd.core.profiling.summarize`, and its "rows" per section and model);
     "env" the versions, device, threads and start and end times (UTC). The dict is a `VerifyReport`:
     `.claims_frame()` gives the claims as a pandas DataFrame.
     workers > 1 (or a Ray cluster `address`): first train the models the experiments declare, that many side by
@@ -81,7 +81,7 @@ def environment(device: str) -> dict[str, Any]:
     import numpy
     import torch
 
-    from icgd import __version__
+    from icgd.core.version import __version__
 
     return {"icgd": __version__, "torch": torch.__version__, "numpy": numpy.__version__,
             "python": platform.python_version(), "platform": platform.platform(), "device": device,

@@ -22,7 +22,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from icgd.episodes import make_generator
+from icgd.analysis.readoff import (
+    divergence_cap,
+    gd_repeat_losses,
+    implicit_eta,
+    products,
+    tf_repeat_losses,
+)
+from icgd.core.episodes import make_generator
+from icgd.core.metrics import alignment, evaluate, mean_ci95
 from icgd.experiments.common import (
     TUNE_TASKS,
     Size,
@@ -46,15 +54,7 @@ from icgd.learners.tuning import (
     tune_gd,
     tune_gdpp,
 )
-from icgd.metrics import alignment, evaluate, mean_ci95
-from icgd.plots import COLORS, band, label_axes, subplots
-from icgd.readoff import (
-    divergence_cap,
-    gd_repeat_losses,
-    implicit_eta,
-    products,
-    tf_repeat_losses,
-)
+from icgd.results.figures import COLORS, band, label_axes, subplots
 from icgd.tasks.linear import LinearRegression
 from icgd.train.config import TrainConfig, build_config
 

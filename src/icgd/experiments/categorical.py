@@ -26,13 +26,24 @@ from typing import Any
 import numpy as np
 import torch
 
-from icgd.episodes import Episodes, make_generator
-from icgd.experiments.common import Size, curves, eval_every, median, seed_learners, size
+from icgd.core.episodes import Episodes, make_generator
+from icgd.core.metrics import alignment, evaluate
+from icgd.experiments.common import (
+    Size,
+    curves,
+    eval_every,
+    median,
+    seed_learners,
+    size,
+)
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.kernel_gd import KernelGD
-from icgd.metrics import alignment, evaluate
-from icgd.plots import COLORS, band, grid, label_axes, subplots
-from icgd.tasks.categorical import CategoricalQuadrants, complete_probabilities, true_probabilities
+from icgd.results.figures import COLORS, band, grid, label_axes, subplots
+from icgd.tasks.categorical import (
+    CategoricalQuadrants,
+    complete_probabilities,
+    true_probabilities,
+)
 from icgd.train.config import TrainConfig, build_config
 from icgd.train.engine import TrainingDiverged, TrainResult
 
@@ -381,7 +392,7 @@ FEWSHOT_EVAL_TASKS = Size(quick=1024, full=2048, smoke=32)
           quick_minutes=5, full_minutes=20)
 def fewshot(ctx: ExperimentContext) -> None:
     name, test_classes = FEWSHOT_DATA[ctx.mode]
-    from icgd.fewshot_data import FEATURE_SETS
+    from icgd.data.features import FEATURE_SETS
 
     rows, fig_data = [], {}
     for kernel in ("linear", "softmax"):

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from icgd.episodes import Episodes, TaskDistribution, make_generator
+from icgd.core.episodes import Episodes, TaskDistribution, make_generator
 from icgd.experiments.registry import ExperimentContext
 from icgd.train.config import TrainConfig, build_config
 from icgd.train.engine import TrainResult
@@ -115,7 +115,7 @@ def seed_predictions(res: TrainResult, ev: Episodes, chunk: int = 4096) -> Itera
     all seeds at once by the fused training path where it computes the model
     (`icgd.train.evaluation.fused_predictions`), else `seed_learners(res)` one by one (the same numbers to
     float64 rounding: tests/test_experiments.py)."""
-    from icgd.metrics import chunks
+    from icgd.core.metrics import chunks
     from icgd.train.evaluation import fused_predictions
 
     fast = fused_predictions(res.config, _params64(res), ev, chunk)
@@ -137,8 +137,8 @@ def seed_losses(res: TrainResult, ev: Episodes, chunk: int = 4096) -> list[float
     once by the fused training path where it computes the model (`icgd.train.evaluation.fused_losses`, the
     training evaluation's), else seed by seed. Measured: the module path's per-seed einsums took 134 s of
     oswald-depth's 188 s of analyses (cProfile of `icgd reproduce oswald-depth` on cached models)."""
-    from icgd.metrics import evaluate
-    from icgd.profiling import section
+    from icgd.core.metrics import evaluate
+    from icgd.core.profiling import section
     from icgd.train.evaluation import fused_losses
 
     with section("evaluate"):
@@ -153,8 +153,8 @@ def seed_prediction_differences(res: TrainResult, refs: list[Any], ev: Episodes,
     """`alignment(learner, ref, ev)["prediction_difference"].mean` for each reference learner (outer list) and
     each of `seed_learners(res)` (inner), without the sensitivities that `alignment` also computes: the
     per-task mean over queries of ||y_hat - y_ref||, averaged over tasks."""
-    from icgd.metrics import Stat
-    from icgd.profiling import section
+    from icgd.core.metrics import Stat
+    from icgd.core.profiling import section
 
     with section("evaluate"):
         parts: list[list[Tensor]] = [[] for _ in refs]

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from icgd.core.io import atomic_path
 from icgd.experiments.common import Size, size
 from icgd.experiments.registry import ExperimentContext, register
-from icgd.plots import band, label_axes, subplots
+from icgd.results.figures import band, label_axes, subplots
 
 SOURCE = "source 003"
 DEFAULT_MODEL = "smollm2-135m"
@@ -59,8 +60,8 @@ def dai_config(ctx: ExperimentContext):
 def icl_vs_ft(ctx: ExperimentContext) -> None:
     import pandas as pd
 
+    from icgd.data.text import load_task
     from icgd.lm.compare import compare
-    from icgd.lm.data import load_task
     from icgd.lm.models import LM, load_lm
 
     tasks = [load_task(name) for name in datasets(ctx)]  # a bad data set fails before the model loads
@@ -85,8 +86,9 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
         _layer_figure(ctx, name, pd.DataFrame(r["layers"]))
     for key in KEYS:
         ctx.result(MEAN.format(key=key), float(np.mean([s[key] for s in summaries])))
-    pd.DataFrame(queries).to_parquet(ctx.out / "queries.parquet", index=False)
-    pd.DataFrame(layers).to_parquet(ctx.out / "layers.parquet", index=False)
+    for name, rows in (("queries", queries), ("layers", layers)):
+        with atomic_path(ctx.out / f"{name}.parquet") as tmp:
+            pd.DataFrame(rows).to_parquet(tmp, index=False)
     ctx.table("datasets", [_table_row(s) for s in summaries])
     _report(ctx, model, summaries)
 
@@ -193,7 +195,7 @@ def eval_lengths(ctx: ExperimentContext) -> tuple[int, int, int]:
 def momentum(ctx: ExperimentContext) -> None:
     import pandas as pd
 
-    from icgd.lm.data import bbc_news, tweets
+    from icgd.data.text import bbc_news, tweets
     from icgd.lm.scratch import icl_accuracy, perplexity
 
     icl_tasks = [bbc_news(max_words=ICL_WORDS), tweets(max_words=ICL_WORDS)]  # fail before training

@@ -14,7 +14,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from icgd.episodes import Episodes, make_generator
+from icgd.core.episodes import Episodes, make_generator
+from icgd.core.metrics import alignment, evaluate, query_loss
 from icgd.experiments.common import (
     CURVE_TASKS,
     TUNE_TASKS,
@@ -29,11 +30,10 @@ from icgd.experiments.common import (
 )
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.explicit import ZeroPredictor
+from icgd.learners.tokens import interleaved_tokens
 from icgd.learners.tuning import tune_gd
-from icgd.metrics import alignment, evaluate, query_loss
-from icgd.plots import COLORS, band, heatmap, label_axes, subplots
+from icgd.results.figures import COLORS, band, heatmap, label_axes, subplots
 from icgd.tasks import LinearRegression, SineRegression
-from icgd.tokens import interleaved_tokens
 from icgd.train.config import TrainConfig, build_config
 from icgd.train.engine import TrainResult
 

@@ -13,7 +13,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from icgd.episodes import Episodes
+from icgd.analysis.readoff import (
+    divergence_cap,
+    gamma_of,
+    gd_products,
+    gd_repeat_losses,
+    gdpp_products,
+    products,
+    rescaled,
+    stack_from_products,
+    tf_repeat_losses,
+    with_layer_products,
+)
+from icgd.core.episodes import Episodes
+from icgd.core.metrics import alignment, evaluate
 from icgd.experiments.common import (
     ALIGN_TASKS,
     EVAL_SEED,
@@ -35,21 +48,8 @@ from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.explicit import ZeroPredictor
 from icgd.learners.transformer import TransformerLearner
 from icgd.learners.tuning import tune_gd, tune_gdpp
-from icgd.metrics import alignment, evaluate
 from icgd.nn.attention import attention_products
-from icgd.plots import COLORS, band, heatmap, label_axes, subplots
-from icgd.readoff import (
-    divergence_cap,
-    gamma_of,
-    gd_products,
-    gdpp_products,
-    gd_repeat_losses,
-    products,
-    rescaled,
-    stack_from_products,
-    tf_repeat_losses,
-    with_layer_products,
-)
+from icgd.results.figures import COLORS, band, heatmap, label_axes, subplots
 from icgd.train.config import TrainConfig
 from icgd.train.engine import TrainResult
 

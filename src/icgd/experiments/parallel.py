@@ -1,7 +1,7 @@
 """Training a suite's models side by side before its experiments run (`icgd verify SUITE --workers N`).
 
 Experiments declare the models they train (`register(models=...)`). With N workers, `verify` first trains
-every declared model that is not cached yet, N at a time as Ray jobs (`icgd.distributed`: a local runtime,
+every declared model that is not cached yet, N at a time as Ray jobs (`icgd.scale.distributed`: a local runtime,
 or a cluster with `--address`) or, without Ray installed, in a local process pool, with cores / N torch
 threads each, longest first; the experiments then run one after another as before and load those models from the
 cache. Each model trains into the same run directory, with the same config and seeds, as a serial run: the
@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from icgd.experiments.registry import ExperimentContext, Mode, completed, train_into
+from icgd.experiments.registry import ExperimentContext, Mode
 from icgd.train.config import TrainConfig
+from icgd.train.runs import completed, train_into
 
 
 @dataclass(frozen=True)
@@ -88,10 +89,10 @@ def train_side_by_side(jobs: list[Job], workers: int, device: str = "cpu", quiet
                        engine: str | None = None) -> list[dict[str, Any]]:
     """Train `jobs` `workers` at a time with `threads` torch threads each (default: the cores this process
     may use / workers, at least 1); returns one record per job, in the order they finished. engine "ray":
-    as Ray jobs (`icgd.distributed`; a local runtime, or the cluster at `address`); "process": a local
+    as Ray jobs (`icgd.scale.distributed`; a local runtime, or the cluster at `address`); "process": a local
     process pool; None: Ray when it is installed or an address is given, else processes. Ctrl-C stops the
     workers; what they trained is checkpointed and resumes on the next run."""
-    from icgd import distributed
+    from icgd.scale import distributed
 
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-from icgd.profiling import section
-from icgd.seeds import check_seeds, study_seeds
-from icgd.train.checkpoint import load_checkpoint
-from icgd.train.config import TrainConfig, build_config, config_fingerprint
-from icgd.train.engine import TrainResult, train
-from icgd.train.rundir import RunDir
+from icgd.core.io import atomic_path, write_json
+from icgd.core.profiling import section
+from icgd.core.seeds import check_seeds, study_seeds
+from icgd.train.config import TrainConfig, config_fingerprint
+from icgd.train.engine import TrainResult
+from icgd.train.runs import completed, load_run, train_into
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Experiment:
     quick_minutes: float
     full_minutes: float
     fn: Callable[["ExperimentContext"], None]
-    #: seeds the experiment needs at least, by mode (None: the study defaults of `icgd.seeds`); without
+    #: seeds the experiment needs at least, by mode (None: the study defaults of `icgd.core.seeds`); without
     #: --seeds it runs with this many, and it refuses fewer
     n_seeds: dict[str, int] | None = None
     #: the models it trains, {label: config} for a context (None: not declared): what `icgd verify
@@ -131,9 +131,7 @@ class ExperimentContext:
                 result = self._train_to(run, config, stop_after=min(step + every, config.steps))
             step = result.summary["steps"]
             track.append({"step": step} | measure(result))
-            tmp = track_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps(track))
-            tmp.replace(track_file)
+            write_json(track_file, track, indent=None)
         return (result if result is not None else load_run(run)), track
 
     def run_dir(self, label: str, config: TrainConfig) -> Path:
@@ -149,13 +147,13 @@ class ExperimentContext:
     # ----------------------------------------------------------------------------------- outputs
     def table(self, name: str, rows: list[dict[str, Any]]) -> Path:
         """Write `rows` ({column: value}; columns in order of first appearance) to OUT/name.csv, for people
-        to read (as frames: `icgd.tables.experiment_tables`). The standard library's csv writer is kept
+        to read (as frames: `icgd.results.tables.experiment_tables`). The standard library's csv writer is kept
         over pandas' to_csv, which writes NaN (a diverged value) as an empty cell, like a missing one."""
         path = self.out / f"{name}.csv"
         cols: list[str] = []
         for r in rows:
             cols += [k for k in r if k not in cols]
-        with open(path, "w", newline="") as f:
+        with atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=cols, lineterminator="\n")
             w.writeheader()
             w.writerows(rows)
@@ -164,8 +162,9 @@ class ExperimentContext:
     def figure(self, name: str, fig) -> None:
         import matplotlib.pyplot as plt
 
-        fig.savefig(self.out / f"{name}.png", dpi=150, bbox_inches="tight")
-        fig.savefig(self.out / f"{name}.svg", bbox_inches="tight")
+        for ext, dpi in (("png", 150), ("svg", None)):
+            with atomic_path(self.out / f"{name}.{ext}") as tmp:
+                fig.savefig(tmp, format=ext, dpi=dpi or "figure", bbox_inches="tight")
         plt.close(fig)
 
     def result(self, key: str, value: Any) -> Any:
@@ -177,30 +176,6 @@ class ExperimentContext:
 
     def note(self, text: str) -> None:
         self.report_lines.append(f"\n{text}\n")
-
-
-def train_into(run: Path, config: TrainConfig, device: str = "cpu", quiet: bool = True,
-               stop_after: int | None = None) -> TrainResult:
-    """Start the run in `run`, or resume it when it was started, until `stop_after` or the end."""
-    if (run / "config.yaml").is_file():
-        return train(out=run, resume=True, device=device, quiet=quiet, stop_after=stop_after)
-    return train(config, run, device=device, quiet=quiet, stop_after=stop_after)
-
-
-def completed(run: Path) -> bool:
-    """Whether the training run directory `run` holds a finished run."""
-    summary = run / "summary.json"
-    return summary.is_file() and json.loads(summary.read_text()).get("status") == "completed"
-
-
-def load_run(run: str | Path) -> TrainResult:
-    """A finished training run directory as a TrainResult (weights from its checkpoint)."""
-    rd = RunDir.open(run)
-    config = build_config(rd.read_config())
-    tensors, _ = load_checkpoint(rd.checkpoint)
-    params = {k[len("param."):]: v for k, v in tensors.items() if k.startswith("param.")}
-    summary = json.loads(rd.summary.read_text()) if rd.summary.is_file() else {}
-    return TrainResult(rd.path, summary, config, params)
 
 
 def mode_of(quick: bool = False, smoke: bool = False) -> Mode:

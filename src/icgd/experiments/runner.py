@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from icgd.core.io import write_json, write_text
 from icgd.experiments import blog, categorical, dai, nonlinear, oswald  # noqa: F401  (importing registers their experiments)
 from icgd.experiments.registry import REGISTRY, Experiment, ExperimentContext, mode_of
-from icgd.tables import ExperimentResults
+from icgd.results.tables import ExperimentResults
 
 
 def experiments() -> dict[str, Experiment]:
@@ -32,7 +32,7 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
     accessors (`ExperimentResults`: `.frame()`, `.tables()`).
 
     quick: shorter training and fewer tasks; smoke: a handful of steps and tasks (checks the pipeline only).
-    seeds: default the study's (`icgd.seeds`), or the experiment's own when it needs more. options: the
+    seeds: default the study's (`icgd.core.seeds`), or the experiment's own when it needs more. options: the
     experiment's own options (e.g. {"model": ...} for source 003's), ignored by the others."""
     exp = get_experiment(name)
     mode = mode_of(quick, smoke)
@@ -46,8 +46,8 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
     exp.fn(ctx)
     seconds = time.perf_counter() - t0
     ctx.results["seconds"] = round(seconds, 1)
-    (out / "results.json").write_text(json.dumps(ctx.results, indent=2))
+    write_json(out / "results.json", ctx.results)
     header = [f"# {exp.name}: {exp.description}", "", f"Source: {exp.source}. Mode: {mode}; "
               f"seeds {ctx.seeds}; {seconds:.0f} s.", "", "| the paper | measured here |", "|---|---|"]
-    (out / "report.md").write_text("\n".join(header + ctx.report_lines) + "\n")
+    write_text(out / "report.md", "\n".join(header + ctx.report_lines) + "\n")
     return ExperimentResults(ctx.results, out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from icgd.episodes import Learner
+from icgd.core.episodes import Learner
 
 __all__ = ["Learner", "describe"]
 

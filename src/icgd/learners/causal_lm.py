@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from icgd.episodes import Episodes, ShapeError
+from icgd.core.episodes import Episodes, ShapeError
 from icgd.nn.attention import AttentionConfig, AttentionOptions
 from icgd.nn.stack import Stack, StackConfig
 

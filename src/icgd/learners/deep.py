@@ -24,10 +24,10 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from icgd.episodes import Episodes, ShapeError
+from icgd.core.episodes import Episodes, ShapeError
+from icgd.learners.tokens import concat_tokens
 from icgd.nn.attention import Attention, AttentionConfig
 from icgd.nn.hooks import HookPoints
-from icgd.tokens import concat_tokens
 
 
 def _variance_scaling_(lin: nn.Linear, scale: float, generator: torch.Generator | None) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Iterator, Sequence
 import torch
 from torch import Tensor
 
-from icgd.episodes import Episodes, ShapeError
+from icgd.core.episodes import Episodes, ShapeError
 
 
 def _as_list(v: float | Sequence[float] | Tensor, steps: int | None, what: str) -> list[float] | Tensor:

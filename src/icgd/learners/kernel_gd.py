@@ -9,7 +9,7 @@ updates the prediction at every point x, the context points included:
 with eta_l, beta_l one learning rate per output entry (per category). n is the context size the rates
 were set for (`n_scale`; None: the episodes' own N). For a normalised kernel (softmax) the kernel weights
 are exp(x_i.x / s) normalised over the context and the constant head is the mean over the context, so
-neither divides by n: that is what makes softmax invariant to the context size. `icgd.constructions.
+neither divides by n: that is what makes softmax invariant to the context size. `icgd.learners.constructions.
 kernel_gd_construction` builds the attention stack that computes exactly this.
 
 The learning rates and the kernel parameters are nn.Parameters: as a model (config kind "kernel_gd",
@@ -24,8 +24,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from icgd.constructions import constant_head_rates, rates_per_layer
-from icgd.episodes import Episodes, ShapeError
+from icgd.core.episodes import Episodes, ShapeError
+from icgd.learners.constructions import constant_head_rates, rates_per_layer
 from icgd.nn.kernels import get_kernel
 
 

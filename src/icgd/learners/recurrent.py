@@ -18,8 +18,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from icgd.episodes import Episodes, ShapeError
-from icgd.tokens import concat_tokens
+from icgd.core.episodes import Episodes, ShapeError
+from icgd.learners.tokens import concat_tokens
 
 
 def lstm_direction(seq: Tensor, w_ih: Tensor, w_hh: Tensor, bias: Tensor, reverse: bool = False) -> Tensor:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from icgd.episodes import Episodes, Learner
+from icgd.core.episodes import Episodes, Learner
 from icgd.learners.explicit import GD, GDPlusPlus, ZeroPredictor
 from icgd.learners.tuning import tune_gd, tune_gdpp
 

@@ -7,10 +7,10 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor, nn
 
-from icgd.constructions import gd_construction
-from icgd.episodes import Episodes, ShapeError
+from icgd.core.episodes import Episodes, ShapeError
+from icgd.learners.constructions import gd_construction
+from icgd.learners.tokens import ConcatTokens, InterleavedTokens
 from icgd.nn.stack import Stack
-from icgd.tokens import ConcatTokens, InterleavedTokens
 
 
 class TransformerLearner(nn.Module):

@@ -16,10 +16,10 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from icgd.episodes import Episodes
+from icgd.core.episodes import Episodes
+from icgd.core.metrics import Z95, query_loss
+from icgd.core.profiling import timed
 from icgd.learners.explicit import GD, GDPlusPlus
-from icgd.metrics import Z95, query_loss
-from icgd.profiling import timed
 
 
 def line_search(f: Callable[[float], float], lo: float = 1e-3, hi: float = 1e3, n_grid: int = 121,

@@ -18,7 +18,6 @@ interrupted study resumes where it stopped and a rerun reads the saved numbers.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -28,10 +27,20 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from icgd.core.io import atomic_path, fingerprint, write_text
+from icgd.data.text import TextTask
 from icgd.lm import measures as M
-from icgd.lm.data import TextTask
 from icgd.lm.finetune import KVSnapshot, finetune_kv
-from icgd.lm.icl import Prefix, Scored, build_prefix, demonstration_ids, label_ids, query_ids, score, start_ids
+from icgd.lm.icl import (
+    Prefix,
+    Scored,
+    build_prefix,
+    demonstration_ids,
+    label_ids,
+    query_ids,
+    score,
+    start_ids,
+)
 
 
 class DaiConfig(BaseModel):
@@ -85,10 +94,10 @@ class _Cache:
 
     def __init__(self, root: Path | None, key: dict[str, Any]):
         text = json.dumps(key, sort_keys=True, default=str)
-        self.dir = None if root is None else Path(root) / f"{key['task']}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+        self.dir = None if root is None else Path(root) / f"{key['task']}-{fingerprint(text)}"
         if self.dir is not None:
             self.dir.mkdir(parents=True, exist_ok=True)
-            (self.dir / "key.json").write_text(text)
+            write_text(self.dir / "key.json", text)
 
     def get(self, name: str, make):
         path = None if self.dir is None else self.dir / f"{name}.pt"
@@ -99,9 +108,8 @@ class _Cache:
                 path.unlink()
         value = make()
         if path is not None:
-            tmp = path.with_suffix(".tmp")
-            torch.save(value, tmp)
-            tmp.replace(path)
+            with atomic_path(path) as tmp:
+                torch.save(value, tmp)
         return value
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from icgd.lm.data import TextTask
+from icgd.data.text import TextTask
 from icgd.lm.record import Recorder
 
 #: the analysed "last token" of a query. "label": the first token of the first label word appended after

@@ -15,7 +15,8 @@ from typing import Any
 
 import torch
 
-from icgd.packaged import default_cache_dir, package_dir
+from icgd.core.io import atomic_path
+from icgd.data.packaged import default_cache_dir, package_dir
 
 
 class LMError(ValueError):
@@ -127,18 +128,17 @@ def _joined(name: str, p: Packaged) -> tuple[Path, str]:
     if target.is_file() and target.stat().st_size == total:
         return target.parent, target.name
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".part")
-    digest = hashlib.sha256()
-    with open(tmp, "wb") as out:
-        for f in sources:
-            with open(f, "rb") as src:
-                while chunk := src.read(1 << 24):
-                    digest.update(chunk)
-                    out.write(chunk)
-    if p.sha256 is not None and digest.hexdigest() != p.sha256:
-        tmp.unlink()
-        raise LMError(f"model {name!r}: the joined parts do not match the expected SHA-256; reinstall them: {p.pip}")
-    tmp.replace(target)
+    digest = hashlib.sha256()  # the file's integrity against the published digest, not a cache name
+    with atomic_path(target) as tmp:
+        with open(tmp, "wb") as out:
+            for f in sources:
+                with open(f, "rb") as src:
+                    while chunk := src.read(1 << 24):
+                        digest.update(chunk)
+                        out.write(chunk)
+        if p.sha256 is not None and digest.hexdigest() != p.sha256:
+            raise LMError(f"model {name!r}: the joined parts do not match the expected SHA-256; reinstall them: "
+                          f"{p.pip}")
     return target.parent, target.name
 
 

@@ -1,5 +1,5 @@
 """In-context classification and perplexity of a small byte-level LM trained from scratch (source 003,
-sec. 4; `icgd.learners.causal_lm.CausalLM`), on the LM study's tasks (`icgd.lm.data`).
+sec. 4; `icgd.learners.causal_lm.CausalLM`), on the LM study's tasks (`icgd.data.text`).
 
 Prompts are the tasks' own (template, separator, space-prefixed label words), as UTF-8 bytes. As in the
 authors' code, demonstrations (seed s: `icgd.lm.compare.demonstrations`) are added in order while the
@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from icgd.episodes import Episodes, make_generator
-from icgd.lm.data import TextTask
+from icgd.core.episodes import Episodes, make_generator
+from icgd.data.text import TextTask
 
 
 def _bytes(text: str) -> list[int]:

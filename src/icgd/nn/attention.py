@@ -19,7 +19,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor, nn
 
-from icgd.episodes import ShapeError
+from icgd.core.episodes import ShapeError
 from icgd.nn.hooks import HookPoints
 from icgd.nn.kernels import KernelName, get_kernel
 

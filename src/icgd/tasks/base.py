@@ -8,8 +8,8 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from icgd.episodes import Episodes
-from icgd.metrics import MEASURES
+from icgd.core.episodes import Episodes
+from icgd.core.metrics import MEASURES
 
 
 def draw_device(batch: int, generator: torch.Generator | None) -> torch.device:
@@ -30,10 +30,10 @@ class SquaredErrorObjective:
     0.5 * ||pred - target||^2; every linear-model reference (GD, per-step GD, GD++, zero) applies.
 
     A task with another objective (e.g. categorical outcomes: "cross_entropy", with "accuracy" among its
-    metrics) names it the same way, from `icgd.metrics.MEASURES`."""
+    metrics) names it the same way, from `icgd.core.metrics.MEASURES`."""
 
     objective: ClassVar[str] = "squared_error"
-    #: per-task measures reported beside the loss (names in `icgd.metrics.MEASURES`)
+    #: per-task measures reported beside the loss (names in `icgd.core.metrics.MEASURES`)
     metrics: ClassVar[tuple[str, ...]] = ()
     reference_kinds: ClassVar[tuple[str, ...]] = ("gd", "gd_per_step", "gdpp", "zero")
 

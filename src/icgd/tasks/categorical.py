@@ -15,7 +15,7 @@ Quadrant index: 2 * [x_1 >= 0] + [x_2 >= 0], i.e. (-,-) 0, (-,+) 1, (+,-) 2, (+,
 
 Labels are encoded in R^(C-1): one-hot on categories 0..C-2, the reference category C-1 as all zeros
 (source 002, eq. 3). The prior p_0 = 1/C on each of the C-1 entries is where kernel GD starts
-(`prior`); the token construction subtracts it (`icgd.tokens.ConcatTokens(prior=...)`).
+(`prior`); the token construction subtracts it (`icgd.learners.tokens.ConcatTokens(prior=...)`).
 
 Episodes: context_y (B, N, C-1) the encoded sampled labels; query_y (B, Q, C-1) the encoded sampled labels
 (`query_targets="labels"`, what a model is trained on) or the true probabilities of categories 0..C-2
@@ -33,7 +33,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor
 
-from icgd.episodes import Episodes, ShapeError
+from icgd.core.episodes import Episodes, ShapeError
 from icgd.tasks.base import SquaredErrorObjective, draw_device, moved
 
 #: quadrant centres, in quadrant-index order

@@ -1,6 +1,6 @@
 """Few-shot classification of held-out classes from real features (source 002, Fig. 5; SPEC 5).
 
-The classes of a feature set (`icgd.fewshot_data`) are split once, by `split_seed`, into training and
+The classes of a feature set (`icgd.data.features`) are split once, by `split_seed`, into training and
 held-out classes; an episode draws `n_way` classes of its split, `n_shot` context examples and
 `n_query_shots` queries of each, in a random order. Labels are local to the episode (the order in which
 its classes were drawn) and encoded as in the categorical task: one-hot on 0..n_way-2, the last class all
@@ -21,7 +21,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor
 
-from icgd.episodes import Episodes, ShapeError
+from icgd.core.episodes import Episodes, ShapeError
 from icgd.tasks.base import SquaredErrorObjective, draw_device, moved
 from icgd.tasks.categorical import complete_probabilities
 
@@ -29,7 +29,7 @@ from icgd.tasks.categorical import complete_probabilities
 @functools.lru_cache(maxsize=4)
 def _features(name: str) -> tuple[Tensor, Tensor, int]:
     """(features (M, d) float32, labels (M,), K) of a feature set, loaded once per process."""
-    from icgd.fewshot_data import load_feature_set
+    from icgd.data.features import load_feature_set
 
     fs = load_feature_set(name)
     return fs.features, fs.labels, fs.num_classes
@@ -68,7 +68,7 @@ class FewShotFeatures(SquaredErrorObjective, BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["fewshot"] = "fewshot"
-    features: str = Field("glyphs-efficientnet", description="a feature set of icgd.fewshot_data.FEATURE_SETS")
+    features: str = Field("glyphs-efficientnet", description="a feature set of icgd.data.features.FEATURE_SETS")
     n_way: int = Field(3, ge=2, description="classes per episode C")
     n_shot: int = Field(10, ge=1, description="context examples per class")
     n_query_shots: int = Field(5, ge=1, description="queries per class")
@@ -81,7 +81,7 @@ class FewShotFeatures(SquaredErrorObjective, BaseModel):
 
     @model_validator(mode="after")
     def _classes(self) -> "FewShotFeatures":
-        from icgd.fewshot_data import FEATURE_SETS
+        from icgd.data.features import FEATURE_SETS
 
         if self.features not in FEATURE_SETS:
             raise ValueError(f"unknown feature set {self.features!r}; known: {', '.join(FEATURE_SETS)}")

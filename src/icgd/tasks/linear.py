@@ -7,7 +7,7 @@ from typing import Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from icgd.episodes import Episodes
+from icgd.core.episodes import Episodes
 from icgd.tasks.base import SquaredErrorObjective, draw_device, moved
 
 InputLaw = Literal["uniform", "normal", "exponential", "laplace"]

@@ -9,7 +9,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor
 
-from icgd.episodes import Episodes
+from icgd.core.episodes import Episodes
 from icgd.tasks.base import SquaredErrorObjective, draw_device, moved
 
 

@@ -1,7 +1,7 @@
 """Byte-level language modelling on real text that ships in packages (source 003, sec. 4: the momentum
 study trains small causal LMs from scratch).
 
-The text of a corpus is the training split of the LM study's task of that name (`icgd.lm.data`: BBC News
+The text of a corpus is the training split of the LM study's task of that name (`icgd.data.text`: BBC News
 whole articles, tweets), so the held-out classification queries of the LM study are never trained on;
 `split="validation"` reads the validation split's texts. Documents are joined by a blank line and read
 as UTF-8 bytes (vocabulary 256).
@@ -24,7 +24,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
-from icgd.episodes import Episodes
+from icgd.core.episodes import Episodes
 from icgd.tasks.base import draw_device, moved
 
 VOCAB = 256
@@ -34,7 +34,7 @@ CorpusName = Literal["bbc-news", "tweets"]
 @lru_cache(maxsize=8)
 def corpus_bytes(names: tuple[str, ...], split: str) -> Tensor:
     """The split's texts of the named corpora as one uint8 tensor (documents joined by a blank line)."""
-    from icgd.lm.data import bbc_news, tweets
+    from icgd.data.text import bbc_news, tweets
 
     loaders = {"bbc-news": bbc_news, "tweets": tweets}
     parts: list[bytes] = []

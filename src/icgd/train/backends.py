@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 from torch.func import functional_call, vmap
 
-from icgd.episodes import Episodes
+from icgd.core.episodes import Episodes
 from icgd.train import compiled, fused
 from icgd.train.config import DTYPES, ModelConfig, TrainConfig
 from icgd.train.models import as_learner, build_module, param_prefix

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
+
+from icgd.core.io import atomic_path, write_json
 
 
 class CheckpointError(RuntimeError):
@@ -20,16 +21,10 @@ def save_checkpoint(path: str | Path, tensors: dict[str, torch.Tensor], meta: di
     """Write `tensors` and `meta` to `path` atomically (temporary file, fsync, rename): a crash leaves
     either the old checkpoint or the new one, never a torn file. A readable `.json` copy of `meta` sits beside."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
     cpu = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
-    save_file(cpu, str(tmp), metadata={"icgd": json.dumps(meta)})
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    side = path.with_suffix(".json")
-    side_tmp = side.with_name(side.name + ".tmp")
-    side_tmp.write_text(json.dumps(meta, indent=2))
-    os.replace(side_tmp, side)
+    with atomic_path(path, fsync=True) as tmp:
+        save_file(cpu, str(tmp), metadata={"icgd": json.dumps(meta)})
+    write_json(path.with_suffix(".json"), meta)
 
 
 def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> tuple[dict[str, torch.Tensor], dict]:

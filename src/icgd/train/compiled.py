@@ -14,7 +14,6 @@ import.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import platform
 import subprocess
@@ -23,6 +22,8 @@ from pathlib import Path
 
 import torch
 from torch import Tensor
+
+from icgd.core.io import atomic_path, fingerprint
 
 LANES = 16
 _SOURCE = Path(__file__).with_name("compiled_attention.c")
@@ -33,6 +34,10 @@ _FLAGS = ["-O3", "-march=native", "-shared", "-fPIC", "-std=gnu11"]
 _PREFIX = {"linear": "lsa", "softmax": "smx"}  # the C functions for each attention kernel
 _STACK_BYTES = 1 << 20  # the C code's per-thread work buffers live on the stack: keep them small
 _state: dict[str, object] = {}
+
+
+class _CompileFailed(RuntimeError):
+    """The compiler's message (first 500 characters)."""
 
 
 class _Dims(ctypes.Structure):
@@ -57,8 +62,8 @@ def _compile() -> tuple[ctypes.CDLL | None, str]:
         version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError) as e:
         return None, f"no C compiler ({cc}): {e}"
-    key = hashlib.sha256("\0".join([_SOURCE.read_text(), _DRIVER, version, " ".join(_FLAGS), _cpu_id(),
-                                    platform.machine()]).encode()).hexdigest()[:16]
+    key = fingerprint("\0".join([_SOURCE.read_text(), _DRIVER, version, " ".join(_FLAGS), _cpu_id(),
+                                 platform.machine()]), 16)
     target = cache_dir() / f"compiled_attention-{key}.so"
     if not target.exists():
         try:
@@ -66,16 +71,15 @@ def _compile() -> tuple[ctypes.CDLL | None, str]:
             with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
                 driver = Path(tmp) / "driver.c"
                 driver.write_text(_DRIVER)
-                out = Path(tmp) / target.name
-                for extra in (["-fopenmp"], []):  # without OpenMP support: one thread
-                    proc = subprocess.run([cc, *_FLAGS, *extra, "-I", str(_SOURCE.parent), "-o", str(out),
-                                           str(driver)], capture_output=True, text=True, timeout=300)
-                    if proc.returncode == 0:
-                        break
-                if proc.returncode != 0:
-                    return None, f"compiling {_SOURCE.name} failed: {proc.stderr.strip()[:500]}"
-                os.replace(out, target)  # atomic: a concurrent process sees the old or the whole new file
-        except (OSError, subprocess.SubprocessError) as e:
+                with atomic_path(target) as out:  # a concurrent process sees the old or the whole new file
+                    for extra in (["-fopenmp"], []):  # without OpenMP support: one thread
+                        proc = subprocess.run([cc, *_FLAGS, *extra, "-I", str(_SOURCE.parent), "-o", str(out),
+                                               str(driver)], capture_output=True, text=True, timeout=300)
+                        if proc.returncode == 0:
+                            break
+                    if proc.returncode != 0:
+                        raise _CompileFailed(proc.stderr.strip()[:500])
+        except (_CompileFailed, OSError, subprocess.SubprocessError) as e:
             return None, f"compiling {_SOURCE.name} failed: {e}"
     try:
         lib = ctypes.CDLL(str(target))

@@ -18,10 +18,11 @@ from pydantic import (
     model_validator,
 )
 
+from icgd.core.io import fingerprint
+from icgd.core.seeds import TRAIN_SEEDS, check_seeds
 from icgd.nn.attention import AttentionOptions
 from icgd.nn.kernels import KernelName
 from icgd.nn.stack import StackConfig, StackOptions
-from icgd.seeds import TRAIN_SEEDS, check_seeds
 from icgd.tasks import TASKS, LinearRegression
 
 #: the dtype names a config may give
@@ -416,8 +417,6 @@ def _v1_model(model: dict[str, Any]) -> dict[str, Any] | None:
 def config_fingerprint(config: TrainConfig, device: str | torch.device = "cpu") -> str:
     """A short hash of the resolved config and of the device type when it is not the CPU (what experiment
     caches are keyed by: a GPU run is not mixed with a CPU run)."""
-    import hashlib
-
     data = config.model_dump(mode="json")
     if data["model"].get("kind", "stack") == "stack":
         v1 = _v1_model(data["model"])
@@ -427,4 +426,4 @@ def config_fingerprint(config: TrainConfig, device: str | torch.device = "cpu") 
     kind = torch.device(device).type
     if kind != "cpu":
         text += f"device: {kind}\n"
-    return hashlib.sha256(text.encode()).hexdigest()[:10]
+    return fingerprint(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from icgd.episodes import Episodes, make_generator
+from icgd.core.episodes import Episodes, make_generator
 from icgd.train.config import DTYPES, TrainConfig
 
 

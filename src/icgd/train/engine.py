@@ -24,10 +24,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-import icgd
-from icgd.episodes import make_generator
-from icgd.perf import keep_freed_memory
-from icgd.profiling import section
+from icgd.core.episodes import make_generator
+from icgd.core.perf import keep_freed_memory
+from icgd.core.profiling import section
+from icgd.core.version import __version__
 from icgd.train.backends import select
 from icgd.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from icgd.train.config import TrainConfig, build_config, dump_config
@@ -125,7 +125,7 @@ def environment(device: torch.device, config: TrainConfig, backend: Any = None) 
     from icgd.train import compiled
 
     name = getattr(backend, "name", "")
-    return {"icgd": icgd.__version__, "torch": torch.__version__, "numpy": numpy.__version__,
+    return {"icgd": __version__, "torch": torch.__version__, "numpy": numpy.__version__,
             "python": platform.python_version(), "platform": platform.platform(), "device": str(device),
             "cuda": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
             "threads": torch.get_num_threads(), "seeds": config.seeds, "data_seed": config.data_seed,
@@ -193,7 +193,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
 
     def checkpoint() -> None:
         meta = {"step": step, "optim_t": opt.t, "rows": rows, "acc": acc.tolist(), "acc_n": acc_n,
-                "seeds": config.seeds, "config_name": config.name, "icgd": icgd.__version__}
+                "seeds": config.seeds, "config_name": config.name, "icgd": __version__}
         tensors = {f"param.{k}": v for k, v in params.items()} | opt.state() | stream.state()
         save_checkpoint(run.checkpoint, tensors, meta)
         saved_step[0] = step

@@ -9,9 +9,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from icgd.episodes import Episodes
+from icgd.core.episodes import Episodes
+from icgd.core.metrics import Stat, alignment, evaluate
 from icgd.learners.references import reference_from, tune_reference
-from icgd.metrics import Stat, alignment, evaluate
 from icgd.train.config import TrainConfig
 from icgd.train.models import seed_learner
 from icgd.train.rundir import RunDir
@@ -88,7 +88,7 @@ def fused_predictions(config: TrainConfig, params: dict[str, Tensor], ev: Episod
 
 def _fused_chunks(config: TrainConfig, weights: dict[str, Tensor], ev: Episodes, chunk: int
                   ) -> Iterator[tuple[Episodes, Tensor]]:
-    from icgd.metrics import chunks
+    from icgd.core.metrics import chunks
     from icgd.train.fused import lsa_predictions
 
     stack = config.stack_config()
@@ -104,7 +104,7 @@ def fused_losses(config: TrainConfig, params: dict[str, Tensor], ev: Episodes, c
     losses are taken seed by seed. Equal to each seed's module to float rounding (tests/test_train.py). Why:
     one evaluation of 5 seeds of the 4-head MLP stack took 0.309 s seed by seed against 0.081 s for all seeds'
     predictions at once (`benchmarks/eval_cost.py`)."""
-    from icgd.metrics import query_loss
+    from icgd.core.metrics import query_loss
 
     preds = fused_predictions(config, params, ev, chunk) if ev.query_y is not None else None
     if preds is None:

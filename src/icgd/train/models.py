@@ -17,13 +17,13 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from icgd.episodes import make_generator
+from icgd.core.episodes import make_generator
 from icgd.learners.deep import FeatureLSA
 from icgd.learners.kernel_gd import KernelGD
 from icgd.learners.recurrent import LSTMLearner
+from icgd.learners.tokens import ConcatTokens, InterleavedTokens
 from icgd.learners.transformer import TransformerLearner
 from icgd.nn.stack import Stack
-from icgd.tokens import ConcatTokens, InterleavedTokens
 from icgd.train.config import (
     DTYPES,
     CausalLMConfig,

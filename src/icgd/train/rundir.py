@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from icgd.core.io import atomic_path, write_json, write_text
 
 METRIC_COLUMNS = ["step", "seed", "train_loss", "eval_loss", "eval_ci_low", "eval_ci_high", "reference_loss",
                   "prediction_difference", "sensitivity_cosine", "sensitivity_l2", "lr"]
@@ -22,12 +23,6 @@ INT_METRICS = ("step", "seed")
 
 class RunDirError(ValueError):
     """A run directory that cannot be created or opened as asked."""
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 class RunDir:
@@ -63,7 +58,7 @@ class RunDir:
         return run
 
     def write_config(self, text: str) -> None:
-        _atomic_write(self.config, text)
+        write_text(self.config, text)
 
     def read_config(self) -> dict[str, Any]:
         try:
@@ -75,10 +70,10 @@ class RunDir:
         return raw
 
     def write_env(self, env: dict[str, Any]) -> None:
-        _atomic_write(self.env, json.dumps(env, indent=2))
+        write_json(self.env, env)
 
     def write_reference(self, learner: dict[str, Any]) -> None:
-        _atomic_write(self.reference, json.dumps(learner, indent=2))
+        write_json(self.reference, learner)
 
     def read_reference(self) -> dict[str, Any] | None:
         if not self.reference.is_file():
@@ -89,7 +84,7 @@ class RunDir:
             return None
 
     def write_summary(self, summary: dict[str, Any]) -> None:
-        _atomic_write(self.summary, json.dumps(summary, indent=2))
+        write_json(self.summary, summary)
 
     def write_metrics(self, rows: list[dict[str, Any]]) -> None:
         """Replace metrics.parquet with exactly `rows` ({column: value} with the keys of METRIC_COLUMNS; a
@@ -101,9 +96,8 @@ class RunDir:
         schema = pa.schema([(c, pa.int64() if c in INT_METRICS else pa.float64()) for c in METRIC_COLUMNS])
         table = pa.table({c: pa.array([r.get(c) for r in rows], type=schema.field(c).type)
                           for c in METRIC_COLUMNS}, schema=schema)
-        tmp = self.metrics.with_name(self.metrics.name + ".tmp")
-        pq.write_table(table, tmp)
-        os.replace(tmp, self.metrics)
+        with atomic_path(self.metrics) as tmp:
+            pq.write_table(table, tmp)
 
     def read_metrics(self) -> list[dict[str, Any]]:
         """The metrics rows as written: [{column: int | float | None}] (None where not measured)."""

@@ -17,12 +17,13 @@ import functools
 import html
 import json
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
+
+from icgd.core.io import write_text
 
 #: the run modes in the order the page puts them side by side
 MODES = ("smoke", "quick", "full")
@@ -279,7 +280,7 @@ def reproduction_notes(path: Path | None = None) -> dict[str, list[tuple[str, st
     """{claim id: [(column, text), ...]}: the rows of the claim tables under the "### Suite" headings of
     docs/reproduction-notes.md (a row may name several claims, comma-separated). {} when the file is not
     there (an install without the repository's docs)."""
-    path = path or Path(__file__).resolve().parents[2] / "docs" / "reproduction-notes.md"
+    path = path or Path(__file__).resolve().parents[3] / "docs" / "reproduction-notes.md"
     if not path.is_file():
         return {}
     notes: dict[str, list[tuple[str, str]]] = {}
@@ -541,7 +542,7 @@ def _env_section(runs: list[Run], labels: dict[Path, str]) -> str:
 
 def build_page(runs: list[Run], notes: dict[str, list[tuple[str, str]]] | None = None) -> str:
     """The HTML page of `runs` (one section per suite, the runs of a suite side by side, in MODES order)."""
-    from icgd import __version__
+    from icgd.core.version import __version__
 
     notes = reproduction_notes() if notes is None else notes
     md = _markdown()
@@ -615,13 +616,10 @@ def write_report(paths: Iterable[str | Path], out: str | Path = "report.html") -
     out = Path(out)
     if out.is_dir():
         raise ReportError(f"{out}: is a directory (give the HTML file to write)")
-    tmp = out.with_name(f".{out.name}.tmp")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, out)
+        write_text(out, page)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
         raise ReportError(f"{out}: cannot be written ({e.strerror or e})") from None
     return out
 

@@ -15,8 +15,8 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from icgd.episodes import Episodes, Learner, ShapeError
-from icgd.profiling import timed
+from icgd.core.episodes import Episodes, Learner, ShapeError
+from icgd.core.profiling import timed
 
 Z95 = 1.959963984540054
 

@@ -1,5 +1,5 @@
 """Sweeps: a grid (or a random search) over any config keys, each trial a normal training run directory,
-trials run side by side on Ray (`icgd.distributed`), results in one tidy table (docs/sweeps.md).
+trials run side by side on Ray (`icgd.scale.distributed`), results in one tidy table (docs/sweeps.md).
 
     icgd sweep lsa-1 optim.lr=1e-3,3e-3 task.n_context=5,10,20 --seeds 2 --workers 2
 
@@ -21,7 +21,6 @@ replaced atomically.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import math
@@ -35,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from icgd.core.io import atomic_path, fingerprint, write_json
 from icgd.train.config import ConfigError, TrainConfig, load_config, parse_overrides
 
 #: how many times a trial is tried in all (the first attempt and one retry)
@@ -243,16 +243,10 @@ def trial_id(values: dict[str, Any]) -> str:
     """A trial's folder name: its values, readable ('optim.lr=0.001,task.n_context=5'), or a hash when long."""
     text = ",".join(f"{k}={json.dumps(v).strip(chr(34))}" for k, v in values.items())
     slug = re.sub(r"[^A-Za-z0-9._=,+-]", "_", text)
-    digest = hashlib.sha1(json.dumps(values, sort_keys=True).encode()).hexdigest()
+    digest = fingerprint(values, 12)
     if len(slug) > 120:
         return "t-" + digest[:12]
     return slug if slug == text else f"{slug}-{digest[:8]}"  # characters replaced: two values could meet
-
-
-def _atomic_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2) + "\n")
-    os.replace(tmp, path)
 
 
 def _merge_plan(out: Path, plan: Plan) -> Plan:
@@ -278,13 +272,13 @@ def _merge_plan(out: Path, plan: Plan) -> Plan:
 # --------------------------------------------------------------------------------------------- running
 def _train_trial(trial_dir: str, config: TrainConfig, device: str, attempt: int) -> dict[str, Any]:
     """A trial's job (on a worker, or in this process): train or resume its run; a record of what became of it."""
-    from icgd.experiments.registry import train_into
+    from icgd.train.runs import train_into
 
     t0 = time.perf_counter()
     path = Path(trial_dir)
     path.mkdir(parents=True, exist_ok=True)
-    _atomic_json(path / "worker.json", {"pid": os.getpid(), "host": socket.gethostname(), "attempt": attempt,
-                                        "started": time.time()})
+    write_json(path / "worker.json", {"pid": os.getpid(), "host": socket.gethostname(), "attempt": attempt,
+                                        "started": time.time()}, newline=True)
     res = train_into(path / "run", config, device, quiet=True)
     return {"status": res.summary.get("status", "completed"), "seconds": round(time.perf_counter() - t0, 2),
             "steps": res.summary.get("steps")}
@@ -312,7 +306,7 @@ class TrialState:
     @property
     def status(self) -> str:
         """completed, failed (ATTEMPTS attempts failed), or pending."""
-        from icgd.experiments.registry import completed
+        from icgd.train.runs import completed
 
         if completed(self.dir / "run"):
             return "completed"
@@ -325,22 +319,22 @@ class TrialState:
 
     def save(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        _atomic_json(self.dir / "trial.json", {"id": self.id, "values": self.values, "attempts": self.attempts})
+        write_json(self.dir / "trial.json", {"id": self.id, "values": self.values, "attempts": self.attempts}, newline=True)
 
 
 def run(plan: Plan, out: str | Path, workers: int = 1, address: str | None = None, threads: int | None = None,
         device: str = "cpu", quiet: bool = False) -> "Any":
     """Run (or resume) the sweep `plan` into `out`; returns its tidy table (`table(out)`). With workers == 1
     and no address the trials run one after another in this process (no Ray needed); otherwise as Ray jobs
-    (`icgd.distributed.Pool`). KeyboardInterrupt propagates after the running trials were stopped and the
+    (`icgd.scale.distributed.Pool`). KeyboardInterrupt propagates after the running trials were stopped and the
     table of what finished was written."""
-    from icgd.distributed import Pool, first_line, say
+    from icgd.scale.distributed import Pool, first_line, say
     from icgd.train.engine import TrainingInterrupted
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     plan = _merge_plan(out, plan)
-    _atomic_json(out / "sweep.json", {**plan.head(), "axes": plan.axes, "trials": plan.trials})
+    write_json(out / "sweep.json", {**plan.head(), "axes": plan.axes, "trials": plan.trials}, newline=True)
     states = [TrialState.load(out, t) for t in plan.trials]
     todo = [s for s in states if s.status == "pending"]
     failed = [s for s in states if s.status == "failed"]
@@ -446,9 +440,8 @@ def table(out: str | Path, write: bool = True) -> Any:
         frames.append(f)
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if write:
-        tmp = out / "sweep.parquet.tmp"
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, out / "sweep.parquet")
+        with atomic_path(out / "sweep.parquet") as tmp:
+            frame.to_parquet(tmp, index=False)
     return frame
 
 
@@ -478,7 +471,7 @@ def _summary_figure(out: Path, agg: Any, axes: list[str], metric: str) -> None:
     combination of the other swept keys (labelled when there are at most 8)."""
     import matplotlib.pyplot as plt
 
-    from icgd.plots import subplots
+    from icgd.results.figures import subplots
 
     fig, axs = subplots(len(axes))
     agg = agg.dropna(subset=[f"{metric}_mean"])
@@ -514,7 +507,6 @@ def _summary_figure(out: Path, agg: Any, axes: list[str], metric: str) -> None:
     fig.suptitle(f"{out.name}: {metric} at each trial's last evaluation step (mean over seeds, bars: min to max)",
                  fontsize=9)
     for ext in ("png", "pdf"):  # written beside, then moved in: never a half-written figure
-        tmp = out / f"summary.tmp.{ext}"
-        fig.savefig(tmp, dpi=150, bbox_inches="tight")
-        os.replace(tmp, out / f"summary.{ext}")
+        with atomic_path(out / f"summary.{ext}") as tmp:
+            fig.savefig(tmp, format=ext, dpi=150, bbox_inches="tight")
     plt.close(fig)

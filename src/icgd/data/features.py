@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 import string
-import tempfile
 import warnings
 import zipfile
 from collections.abc import Callable
@@ -31,7 +29,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from icgd.packaged import default_cache_dir, package_dir
+from icgd.core.io import atomic_path
+from icgd.data.packaged import default_cache_dir, package_dir
 
 __all__ = ["FEATURE_SETS", "FeatureDataError", "FeatureSet", "default_cache_dir", "load_feature_set"]
 
@@ -161,24 +160,17 @@ def _cache_path(cache_dir: Path, name: str, max_per_class: int | None) -> Path:
 def _write_cache(path: Path, fs: FeatureSet, name: str, max_per_class: int | None) -> None:
     """Atomic write (temp file + rename) of fs as a pickle-free .npz."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez(
                 fh,
-                features=fs.features.numpy(),
-                labels=fs.labels.numpy(),
-                class_names=np.array(fs.class_names, dtype=np.str_),
-                source=np.array(fs.source, dtype=np.str_),
-                name=np.array(name, dtype=np.str_),
-                max_per_class=np.array(-1 if max_per_class is None else max_per_class, dtype=np.int64),
-                version=np.array(CACHE_VERSION, dtype=np.int64),
-            )
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+            features=fs.features.numpy(),
+            labels=fs.labels.numpy(),
+            class_names=np.array(fs.class_names, dtype=np.str_),
+            source=np.array(fs.source, dtype=np.str_),
+            name=np.array(name, dtype=np.str_),
+            max_per_class=np.array(-1 if max_per_class is None else max_per_class, dtype=np.int64),
+            version=np.array(CACHE_VERSION, dtype=np.int64),
+        )
 
 
 def _read_cache(path: Path, name: str, max_per_class: int | None) -> FeatureSet:

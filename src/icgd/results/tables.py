@@ -95,7 +95,7 @@ class VerifyReport(dict):
         self.out = None if out is None else Path(out)
 
     def claims_frame(self) -> "pd.DataFrame":
-        """One row per claim (`icgd.tables.claims_frame`)."""
+        """One row per claim (`icgd.results.tables.claims_frame`)."""
         return claims_frame(self)
 
     def experiment_tables(self, experiment: str) -> dict[str, "pd.DataFrame"]:
@@ -114,7 +114,7 @@ class ExperimentResults(dict):
         self.out = None if out is None else Path(out)
 
     def frame(self) -> "pd.DataFrame":
-        """The results as rows (key, value) (`icgd.tables.results_frame`)."""
+        """The results as rows (key, value) (`icgd.results.tables.results_frame`)."""
         return results_frame(self)
 
     def tables(self) -> dict[str, "pd.DataFrame"]:

@@ -1,12 +1,11 @@
-"""What `icgd verify` prints: the claims table drawn by rich on a terminal (PASS green, FAIL red), and the
-plain text of `icgd.claims.base.format_report` otherwise (pipes, files, logs: byte for byte as before)."""
+"""The claims table of a verify report ({"claims": [...], "mode", "seconds"}) for people: as Markdown
+(`format_markdown`, what claims.md holds), as plain text (`format_report`) and drawn by rich on a terminal
+(`print_claims`: PASS green, FAIL red; the plain text byte for byte otherwise: pipes, files, logs)."""
 
 from __future__ import annotations
 
 import sys
 from typing import IO, Any
-
-from icgd.claims.base import format_report
 
 
 def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
@@ -43,3 +42,29 @@ def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
     summary.append(f"{len(report['claims']) - n_pass} failed", style="bold red" if n_pass < len(report["claims"]) else "")
     summary.append(f" ({mode} mode, {report['seconds']} s)")
     console.print(summary)
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+    """The report as a Markdown table (`id`: claim, source, measured, threshold, result; FAIL in bold)."""
+    lines = ["| claim | source | measured | threshold | result |", "|---|---|---|---|---|"]
+    for c in report["claims"]:
+        name = f"`{c['id']}`: {c['claim']}" if c.get("id") else c["claim"]
+        cells = [name + (" (stricter check)" if c.get("role") == "stricter" else ""), c["source"],
+                 f"{c['measured']:.4g}", c["threshold"],
+                 "PASS" if c["passed"] else "**FAIL**"]
+        lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def format_report(report: dict[str, Any]) -> str:
+    rows = [("claim", "source", "measured", "threshold", "result")]
+    for c in report["claims"]:
+        strict = " [stricter]" if c.get("role") == "stricter" else ""
+        rows.append((f"{c['id']}{strict}: {c['claim']}", c["source"], f"{c['measured']:.4g}", c["threshold"],
+                     "PASS" if c["passed"] else "FAIL"))
+    widths = [min(max(len(r[i]) for r in rows), 90) for i in range(5)]
+    lines = ["  ".join(str(v)[:w].ljust(w) for v, w in zip(r, widths)) for r in rows]
+    n_pass = sum(c["passed"] for c in report["claims"])
+    lines.append(f"\n{n_pass} passed, {len(report['claims']) - n_pass} failed "
+                 f"({report.get('mode', 'quick' if report['quick'] else 'full')} mode, {report['seconds']} s)")
+    return "\n".join(lines)

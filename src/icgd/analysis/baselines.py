@@ -11,10 +11,10 @@ from typing import Any, Sequence
 
 import torch
 
-from icgd.episodes import make_generator
+from icgd.core.episodes import make_generator
+from icgd.core.metrics import evaluate
 from icgd.learners.explicit import LeastSquares, ZeroPredictor
 from icgd.learners.tuning import analytic_eta, tune_gd, tune_gdpp
-from icgd.metrics import evaluate
 from icgd.tasks.linear import LinearRegression
 
 

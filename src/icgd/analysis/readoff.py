@@ -10,11 +10,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from icgd.constructions import gd_weights, gdpp_weights
-from icgd.episodes import Episodes
+from icgd.core.episodes import Episodes
+from icgd.core.metrics import query_loss
+from icgd.learners.constructions import gd_weights, gdpp_weights
 from icgd.learners.explicit import GD
 from icgd.learners.transformer import TransformerLearner
-from icgd.metrics import query_loss
 from icgd.nn.attention import AttentionConfig, attention_products
 from icgd.nn.stack import Stack, StackConfig
 

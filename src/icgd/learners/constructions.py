@@ -1,6 +1,6 @@
 """Constructions: plain functions returning attention weights that implement an algorithm (SPEC 1).
 
-Token layout: concatenated tokens e = [x; y] of width D = Dx + Dy (see `icgd.tokens`).
+Token layout: concatenated tokens e = [x; y] of width D = Dx + Dy (see `icgd.learners.tokens`).
 
 GD (Prop. 1), one LSA head:
     W_K = W_Q = [[I_Dx, 0], [0, 0]],   W_V = [[0, 0], [W0, -I_Dy]],   P = (eta / N) I_D
@@ -15,13 +15,13 @@ context (not divided by N, so gamma is on the paper's scale), in the same head:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from icgd.episodes import ShapeError
+from icgd.core.episodes import ShapeError
 from icgd.nn.attention import AttentionConfig
 from icgd.nn.kernels import get_kernel
 from icgd.nn.stack import Stack, StackConfig

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from icgd.packaged import package_dir
+from icgd.data.packaged import package_dir
 
 
 class DataError(ValueError):

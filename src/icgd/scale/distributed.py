@@ -5,7 +5,7 @@ the others; docs/sweeps.md). Used by `icgd sweep` (one job per trial) and `icgd 
 
 Why Ray Core tasks and not Ray Tune: a job here is a function that trains into a run directory and
 returns a small record; Tune's trial schedulers, searchers and its own result folders would duplicate what
-the run directories and `icgd.sweep` already do (resume, tables), while tasks give what is missing:
+the run directories and `icgd.scale.sweep` already do (resume, tables), while tasks give what is missing:
 placement on a cluster's CPUs/GPUs, a killed worker reported as an error of its job only, and cancellation.
 
 Ray is an optional extra (`pip install -e ".[ray]"`); `available()` says whether it is installed. Nothing

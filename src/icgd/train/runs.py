@@ -1,0 +1,36 @@
+"""Run directories as whole runs: whether one holds a finished run, load it, start or resume it (what the
+experiments' model cache, verify's side-by-side training and sweeps share)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from icgd.train.checkpoint import load_checkpoint
+from icgd.train.config import TrainConfig, build_config
+from icgd.train.engine import TrainResult, train
+from icgd.train.rundir import RunDir
+
+
+def train_into(run: Path, config: TrainConfig, device: str = "cpu", quiet: bool = True,
+               stop_after: int | None = None) -> TrainResult:
+    """Start the run in `run`, or resume it when it was started, until `stop_after` or the end."""
+    if (run / "config.yaml").is_file():
+        return train(out=run, resume=True, device=device, quiet=quiet, stop_after=stop_after)
+    return train(config, run, device=device, quiet=quiet, stop_after=stop_after)
+
+
+def completed(run: Path) -> bool:
+    """Whether the training run directory `run` holds a finished run."""
+    summary = run / "summary.json"
+    return summary.is_file() and json.loads(summary.read_text()).get("status") == "completed"
+
+
+def load_run(run: str | Path) -> TrainResult:
+    """A finished training run directory as a TrainResult (weights from its checkpoint)."""
+    rd = RunDir.open(run)
+    config = build_config(rd.read_config())
+    tensors, _ = load_checkpoint(rd.checkpoint)
+    params = {k[len("param."):]: v for k, v in tensors.items() if k.startswith("param.")}
+    summary = json.loads(rd.summary.read_text()) if rd.summary.is_file() else {}
+    return TrainResult(rd.path, summary, config, params)
