@@ -288,24 +288,40 @@ def test_presets_are_valid_and_yaml_round_trips(tmp_path):
 
 @pytest.mark.parametrize("kind", ["sine-lsa", "sine-gd", "copy", "lstm", "bilstm"])
 def test_other_model_kinds_train_with_batched_seeds_equal_to_separate_seeds(tmp_path, kind):
+    """Every kind trains all seeds at once exactly as each alone, and every kind's loss falls for every seed.
+    The sine models end below 98% of their untrained loss on the run's held-out tasks after 20 steps (the
+    seeds reach 96% and 81%); the LSTMs and the copy model barely leave the zero predictor's loss on fresh
+    tasks in a test's budget, so they train 60 steps on a fixed set of 64 tasks, where their training loss
+    must end below 90% of its first logged value. (With the learning rate at 1e-9 all five fail.)"""
+    fixed_set = dict(steps=60, train_set_size=64, optim={"lr": 1e-2}, checkpoint_every=30)
     if kind in ("lstm", "bilstm"):
         extra = dict(model={"kind": "lstm", "hidden": 6, "n_layers": 2, "bidirectional": kind == "bilstm"},
-                     task={"dx": 3, "n_context": 4}, optim={"lr": 1e-2})
+                     task={"dx": 3, "n_context": 4}) | fixed_set
     elif kind == "copy":
         extra = dict(model={"n_layers": 2, "kernels": ["softmax", "linear"], "tokens": "interleaved",
-                            "query_in_keys": True}, task={"dx": 3, "n_context": 4})
+                            "query_in_keys": True}, task={"dx": 3, "n_context": 4}) | fixed_set
     else:
-        extra = dict(task={"kind": "sine"}, eval=SMALL_EVAL | {"reference": "zero"},
+        extra = dict(task={"kind": "sine"}, eval=SMALL_EVAL | {"reference": "zero"}, steps=20,
                      model={"kind": "mlp_lsa", "d_embed": 8, "gd_control": kind == "sine-gd"})
-    together = train(_cfg(seeds=[0, 1], steps=20, **extra), tmp_path / "all")
-    alone = train(_cfg(seeds=[1], steps=20, **extra), tmp_path / "one")
+    together = train(_cfg(seeds=[0, 1], **extra), tmp_path / "all")
+    alone = train(_cfg(seeds=[1], **extra), tmp_path / "one")
     assert together.summary["backend"] == "generic"
     for k, v in alone.params.items():
         torch.testing.assert_close(together.params[k][1], v[0], rtol=1e-9, atol=1e-12)
-    first = {k: v for k, v in init_params(together.config).items()}
-    assert any(not torch.equal(first[k], together.params[k]) for k in first)  # it trained
-    s = together.summary["seeds"][0]
-    assert s["final_eval_loss"] < s["reference_loss"] or kind in ("copy", "lstm", "bilstm")
+    if "train_set_size" in extra:
+        logged = RunDir(tmp_path / "all").metrics_frame().dropna(subset=["train_loss"])
+        loss = logged.pivot(index="step", columns="seed", values="train_loss").sort_index()
+        assert len(loss) >= 3 and (loss.iloc[-1] < 0.9 * loss.iloc[0]).all(), loss
+    else:
+        from icgd.core.episodes import make_generator
+        from icgd.core.metrics import evaluate
+        from icgd.train.models import seed_learner
+
+        c = together.config
+        ev = c.task.evaluation_task().sample(c.eval.n_tasks, make_generator(c.eval.seed), dtype=torch.float64)
+        untrained = init_params(c)
+        for i, s in enumerate(together.summary["seeds"]):
+            assert s["final_eval_loss"] < 0.98 * evaluate(seed_learner(c, untrained, i), ev).mean
     learner = together.learner(0)
     from icgd.tasks import LinearRegression, SineRegression
 

@@ -23,7 +23,7 @@ from torch import Tensor
 
 from icgd.core.episodes import ShapeError
 from icgd.nn.attention import AttentionConfig
-from icgd.nn.kernels import get_kernel
+from icgd.nn.kernels import get_kernel, kernel_names
 from icgd.nn.stack import Stack, StackConfig
 
 LayerWeights = dict[str, Tensor]
@@ -189,8 +189,12 @@ def copy_gd_construction(dx: int, dy: int, n_context: int, eta: float, kernel: s
     """Two layers on interleaved tokens: the copy layer (`kernel`: linear or softmax) then one GD step
     (linear, W0 = 0): predictions equal one step of GD with learning rate `eta`. Build with `.build()`
     and read out with `InterleavedTokens`. scale: default 1 (linear) or 100 (softmax)."""
+    k = get_kernel(kernel)
+    if not (k.bilinear or k.normalized):
+        raise ValueError(f"the copy construction needs linear attention or a kernel normalised over the keys "
+                         f"(softmax), not {kernel!r}")
     if scale is None:
-        scale = 1.0 if kernel == "linear" else 100.0
+        scale = 100.0 if k.normalized else 1.0
     d, _ = _interleaved_width(dx, dy, n_context)
     attn = copy_attention_config(dx, dy, n_context, kernel)
     copy = copy_weights(dx, dy, n_context, scale)
@@ -200,8 +204,8 @@ def copy_gd_construction(dx: int, dy: int, n_context: int, eta: float, kernel: s
     gd["w_v"][0, :, dx:dx + dy] = -torch.eye(dy, dtype=torch.float64)  # value -y (W0 = 0)
     gd["w_o"][0, dx:dx + dy] = (float(eta) / n_context) * torch.eye(dy, dtype=torch.float64)
     layers: list[LayerWeights] = [copy, gd]
-    if kernel != "linear":
-        layers[0] = copy | {"kernel_params": torch.ones(2, 1, dtype=torch.float64)}
+    if k.n_params:  # the kernel's own parameters at their initial values (softmax: s = 1)
+        layers[0] = copy | {"kernel_params": torch.tensor([k.param_init] * 2, dtype=torch.float64)}
     config = StackConfig(attention=attn, n_layers=2, kernels=(kernel, "linear"))
     return Construction(config, tuple(layers))
 
@@ -288,11 +292,14 @@ def kernel_gd_construction(dx: int, dy: int, n_scale: int, kernel: str, etas, n_
         bias_t = eta_t
     constant = 1.0
     if bias_t is not None:
+        if not k.constant_head:
+            without = ", ".join(n for n in kernel_names() if not get_kernel(n).constant_head)
+            raise ValueError(f"the {kernel} kernel cannot make a constant head: with zero key/query weights it "
+                             f"gives kappa = 0 whatever its parameters (kernels without one: {without})")
         constant = constant_kernel_value(kernel, constant_params, kernel_options, dx)
         if abs(constant) < 1e-12:
-            raise ValueError(f"the {kernel} kernel cannot make a constant head: with zero key/query weights it "
-                             f"gives kappa = {constant:g} (a constant needs a nonzero value; linear and cosine "
-                             "attention have none)")
+            raise ValueError(f"the {kernel} kernel cannot make a constant head with these parameters: with zero "
+                             f"key/query weights it gives kappa = {constant:g} (a constant needs a nonzero value)")
     heads = 1 if bias_t is None else 2
     attn = AttentionConfig(d_model=dx + dy, n_heads=heads, d_key=dx, d_value=dy, kernel=kernel,
                            kernel_options=dict(kernel_options or {}))

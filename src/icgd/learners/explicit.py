@@ -153,7 +153,11 @@ class Ridge:
         if self.alpha == 0:
             return (torch.linalg.pinv(x) @ y).transpose(1, 2)
         a = x.transpose(1, 2) @ x / ep.n_context + self.alpha * torch.eye(ep.dx, dtype=x.dtype, device=x.device)
-        return torch.linalg.solve(a, x.transpose(1, 2) @ y / ep.n_context).transpose(1, 2)
+        # a is symmetric positive definite: Cholesky. torch.linalg.solve's batched LU fails on torch 2.13's CPU
+        # build for Dx >= 256 with 2 threads ("Pivots given to lu_solve must all be greater or equal to 1";
+        # found by tests/test_conformance.py on the few-shot features, Dx = 1280)
+        chol = torch.linalg.cholesky(a)
+        return torch.cholesky_solve(x.transpose(1, 2) @ y / ep.n_context, chol).transpose(1, 2)
 
     def predict(self, ep: Episodes) -> Tensor:
         return ep.query_x @ self.weights(ep).transpose(1, 2)

@@ -188,8 +188,7 @@ class Attention(nn.Module):
         v = torch.einsum("hvd,btd->bhtv", self.w_v, src)
         mask = self._mask(t_len, n_keys, n_context, x.device)
         want_weights = bool(hooks) and hooks.active(f"{name}.weights")
-        linear_fast = (self.kernel.name == "linear" and mask is None and c.normalize == "none"
-                       and not want_weights)
+        linear_fast = self.kernel.bilinear and mask is None and c.normalize == "none" and not want_weights
         if linear_fast:  # associativity: (V^T K) Q costs O(T d^2) instead of O(T^2 d)
             mixed = torch.einsum("bhvk,bhsk->bhsv", v.transpose(-1, -2) @ k, q)
         else:

@@ -2,13 +2,18 @@
 
 Each kernel maps queries q (..., H, Tq, d) and keys k (..., H, Tk, d) to similarities (..., H, Tq, Tk).
 `params` holds the kernel's own parameters per head, shape (H, n_params) (e.g. the bandwidth s).
-A kernel marked `normalized` is normalised over the keys (softmax); the others are used raw.
+
+What a kernel can do is data it declares, never read off its name (`Kernel`'s capability fields):
+`normalized` (softmax over the keys: no 1/N, context-size invariant), `constant_head` (zero key and query
+weights give a nonzero constant similarity, so a constant head exists), `bilinear` (kappa = q.k exactly:
+attention may use associativity), `fused` (the form in which the fused and compiled training backends
+compute it, or None) and `float32_stable` (its values stay finite in float32 at the scores training reaches).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Callable
+from typing import Annotated, Callable, Literal
 
 import torch
 from pydantic import AfterValidator
@@ -26,10 +31,22 @@ class Kernel:
     name: str
     fn: KernelFn
     param_init: tuple[float, ...] = ()
-    #: softmax-like: the attention normalises exp(scores) over the keys (fn returns logits)
+    #: softmax-like: the attention normalises exp(scores) over the keys (fn returns logits); such a kernel
+    #: needs no 1/N (kernel GD divides the others' rates by N) and applies unchanged at any context size
     normalized: bool = False
-    #: the constant kernel (kappa = 1, or 1/N when normalized) is reached with zero key/query weights
-    constant_at_zero: bool = False
+    #: zero key and query weights give every pair one nonzero similarity kappa(0, 0) (for some parameters):
+    #: a constant head exists (`icgd.learners.constructions.kernel_gd_construction`); linear and cosine have none
+    constant_head: bool = True
+    #: kappa(q, k) = q.k exactly: attention may compute (V^T K) Q, O(T d^2) instead of O(T^2 d)
+    bilinear: bool = False
+    #: how the fused and compiled training backends compute this kernel from the multiplied-out products
+    #: M = W_K^T W_Q (`icgd.train.fused`, `icgd.train.compiled`): "linear" (scores x_i . M x_t, used raw) or
+    #: "softmax" (exp(x_i . M x_t / s) normalised over the keys, s the first parameter); None: only the
+    #: generic backend trains it
+    fused: Literal["linear", "softmax"] | None = None
+    #: its values stay finite in float32 at the scores training reaches (False: exp of an unbounded score,
+    #: which overflows float32 past q.k / s = 88; train it in float64, or expect divergence)
+    float32_stable: bool = True
     doc: str = ""
     #: names of the options `fn` reads (fixed numbers set in the config, e.g. a polynomial's degree)
     options: tuple[str, ...] = ()
@@ -90,17 +107,18 @@ def _sqdist(q: Tensor, k: Tensor) -> Tensor:
     return sq.clamp_min(0)
 
 
-register_kernel(Kernel("linear", lambda q, k, p, o: _dot(q, k), doc="q.k"))
-register_kernel(Kernel("softmax", lambda q, k, p, o: _dot(q, k) / _p(p, 0), (1.0,), normalized=True,
-                       constant_at_zero=True, doc="exp(q.k / s) normalised over the keys", param_names=("s",)))
+register_kernel(Kernel("linear", lambda q, k, p, o: _dot(q, k), doc="q.k", constant_head=False, bilinear=True,
+                       fused="linear"))
+register_kernel(Kernel("softmax", lambda q, k, p, o: _dot(q, k) / _p(p, 0), (1.0,), normalized=True, fused="softmax",
+                       doc="exp(q.k / s) normalised over the keys", param_names=("s",)))
 register_kernel(Kernel("exponential", lambda q, k, p, o: torch.exp(_dot(q, k) / _p(p, 0)), (1.0,),
-                       constant_at_zero=True, doc="exp(q.k / s)", param_names=("s",)))
+                       float32_stable=False, doc="exp(q.k / s)", param_names=("s",)))
 register_kernel(Kernel("rbf", lambda q, k, p, o: torch.exp(-_sqdist(q, k) / (2 * _p(p, 0) ** 2)), (1.0,),
-                       constant_at_zero=True, doc="exp(-||q-k||^2 / (2 s^2))", param_names=("s",)))
+                       doc="exp(-||q-k||^2 / (2 s^2))", param_names=("s",)))
 register_kernel(Kernel("laplacian",
                        lambda q, k, p, o: torch.exp(-(q.unsqueeze(-2) - k.unsqueeze(-3)).abs().sum(-1)
                                                     / _p(p, 0).abs()),
-                       (1.0,), constant_at_zero=True, doc="exp(-||q-k||_1 / |s|)", param_names=("s",)))
+                       (1.0,), doc="exp(-||q-k||_1 / |s|)", param_names=("s",)))
 register_kernel(Kernel("sigmoid", lambda q, k, p, o: torch.tanh(_p(p, 0) * _dot(q, k) + _p(p, 1)), (1.0, 0.0),
                        doc="tanh(a q.k + c)", param_names=("a", "c")))
 register_kernel(Kernel("polynomial", lambda q, k, p, o: (_dot(q, k) + _p(p, 0)) ** int(o.get("degree", 2)),
@@ -109,10 +127,9 @@ register_kernel(Kernel("polynomial", lambda q, k, p, o: (_dot(q, k) + _p(p, 0)) 
 register_kernel(Kernel("cosine",
                        lambda q, k, p, o: _dot(q, k) / (q.norm(dim=-1, keepdim=True)
                                                         * k.norm(dim=-1).unsqueeze(-2)).clamp_min(_EPS),
-                       doc="q.k / (|q| |k|)"))
+                       doc="q.k / (|q| |k|)", constant_head=False))
 register_kernel(Kernel("chi_squared",
                        lambda q, k, p, o: torch.exp(-_p(p, 0) * (
                            (q.unsqueeze(-2) - k.unsqueeze(-3)) ** 2
                            / (q.unsqueeze(-2) + k.unsqueeze(-3)).abs().clamp_min(_EPS)).sum(-1)),
-                       (1.0,), constant_at_zero=True,
-                       doc="exp(-s sum (q-k)^2 / |q+k|) (meant for non-negative features)", param_names=("s",)))
+                       (1.0,), doc="exp(-s sum (q-k)^2 / |q+k|) (meant for non-negative features)", param_names=("s",)))

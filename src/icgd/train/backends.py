@@ -24,7 +24,8 @@ from torch.func import functional_call, vmap
 
 from icgd.core.episodes import Episodes
 from icgd.train import compiled, fused
-from icgd.train.config import DTYPES, ModelConfig, TrainConfig
+from icgd.train.config import DTYPES, TrainConfig
+from icgd.train.kinds import MODEL_KINDS, model_kind
 from icgd.train.models import as_learner, build_module, param_prefix
 
 #: fn(params {name: (S, ...)}, context_x, context_y, query_x, query_y) -> per-seed losses (S,)
@@ -46,8 +47,9 @@ class Backend:
 def fused_ineligible(config: TrainConfig) -> str | None:
     """Why the fused backend cannot train this config, or None when it can."""
     m = config.model
-    if not isinstance(m, ModelConfig):
-        return f"model kind {m.kind!r} (it covers attention stacks)"
+    if "fused" not in model_kind(m).backends:
+        covered = ", ".join(k.name for k in MODEL_KINDS.values() if "fused" in k.backends)
+        return f"model kind {m.kind!r} (it covers the kinds {covered})"
     if m.tokens != "concat":
         return f"{m.tokens} tokens (it covers concatenated tokens)"
     if getattr(config.task, "prior", None) is not None:
@@ -64,6 +66,8 @@ def compiled_ineligible(config: TrainConfig, device: torch.device | str) -> str 
     reason = fused_ineligible(config)
     if reason is not None:
         return reason
+    if "compiled" not in model_kind(config.model).backends:
+        return f"model kind {config.model.kind!r}"
     t = config.task
     return compiled.ineligible(config.stack_config(), DTYPES[config.dtype], device, t.n_context + t.n_queries,
                                t.dx + t.dy)

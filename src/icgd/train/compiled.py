@@ -31,7 +31,7 @@ _DRIVER = ('#define REAL float\n#define IREAL int32_t\n#define SUFFIX _f32\n#inc
            '#undef REAL\n#undef IREAL\n#undef SUFFIX\n'
            '#define REAL double\n#define IREAL int64_t\n#define SUFFIX _f64\n#include "compiled_attention.c"\n')
 _FLAGS = ["-O3", "-march=native", "-shared", "-fPIC", "-std=gnu11"]
-_PREFIX = {"linear": "lsa", "softmax": "smx"}  # the C functions for each attention kernel
+_PREFIX = {"linear": "lsa", "softmax": "smx"}  # the C functions of each fused form (`icgd.nn.kernels.Kernel.fused`)
 _STACK_BYTES = 1 << 20  # the C code's per-thread work buffers live on the stack: keep them small
 _state: dict[str, object] = {}
 

@@ -9,7 +9,6 @@ import torch
 import yaml
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -17,163 +16,29 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.fields import FieldInfo
 
 from icgd.core.io import fingerprint
 from icgd.core.seeds import TRAIN_SEEDS, check_seeds
-from icgd.nn.attention import AttentionOptions
-from icgd.nn.kernels import KernelName
-from icgd.nn.stack import StackConfig, StackOptions
+from icgd.nn.stack import StackConfig
 from icgd.tasks import TASKS, LinearRegression
-
-#: the dtype names a config may give
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
+from icgd.train.kinds import MODEL_KINDS, StrictSection, model_kind, on_change
+from icgd.train.models import (  # noqa: F401  (the model kinds' sections, registered on import; re-exported)
+    DTYPES,
+    CausalLMConfig,
+    FeatureLSAConfig,
+    KernelGDConfig,
+    LSTMConfig,
+    ModelConfig,
+)
 
 
 class ConfigError(ValueError):
     """A bad config: the message is one line naming the key and the value."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-#: attention options a model section may also give at its top level (the first releases' flat form)
-_FLAT_ATTENTION_KEYS = ("n_heads", "kernel", "d_key", "d_value", "normalize", "query_in_keys", "causal",
-                        "kernel_options", "kernel_init", "learn_kernel_params")
-
-
-class ModelConfig(StackOptions):
-    """A transformer learner (a `Stack`) on concatenated or interleaved tokens: the stack options, its
-    `attention` section (every option of `AttentionOptions`) and the token construction. d_model comes from
-    the task (Dx + Dy, or Dx + Dy + 2N + 1 for interleaved tokens). Attention keys given at the top level
-    of the section (`model.kernel: softmax`) are read as `model.attention.kernel`."""
-
-    kind: Literal["stack"] = "stack"
-    attention: AttentionOptions = AttentionOptions()
-    tokens: Literal["concat", "interleaved"] = "concat"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _flat_attention(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not any(k in data for k in _FLAT_ATTENTION_KEYS):
-            return data
-        flat = {k: data[k] for k in _FLAT_ATTENTION_KEYS if k in data}
-        attn = data.get("attention", {})
-        attn = attn.model_dump(exclude_unset=True) if isinstance(attn, BaseModel) else dict(attn or {})
-        both = sorted(set(flat) & set(attn))
-        if both:
-            raise ValueError(f"{both} given both in model and in model.attention")
-        return {k: v for k, v in data.items() if k not in flat} | {"attention": attn | flat}
-
-    @property
-    def gd_steps(self) -> int:
-        """GD steps of the default reference: one per layer."""
-        return self.n_layers
-
-    def stack_config(self, d_model: int) -> StackConfig:
-        return StackConfig(attention=self.attention.with_width(d_model), **self.stack_options())
-
-
-class FeatureLSAConfig(_Strict):
-    """Embedding (no bias) + residual MLP (GELU) + one LSA layer, or, with gd_control, the GD construction
-    on the MLP features with a learnt eta (SPEC 2; `icgd.learners.deep.FeatureLSA`)."""
-
-    kind: Literal["mlp_lsa"]
-    d_embed: int = Field(40, ge=2)
-    mlp_ratio: int = Field(4, ge=1)
-    gd_control: bool = False
-    eta_init: float = Field(0.1, description="initial eta of the GD control")
-    init_scale: float | None = Field(None, gt=0, description="attention init std = sqrt(init_scale / d_embed); "
-                                                             "default 0.002")
-    mlp_init_scale: float | None = Field(
-        None, gt=0, description="embedding and MLP init: null = torch's default uniform; s = truncated normal with "
-                                "std sqrt(s / fan_in) and zero biases (the official code's VarianceScaling(s))")
-    learn_eta: bool = Field(True, description="the GD control learns its eta (false: eta stays at eta_init)")
-
-    @property
-    def n_layers(self) -> int:
-        return 1
-
-    @property
-    def gd_steps(self) -> int:
-        return 1
-
-
-class LSTMConfig(_Strict):
-    """An LSTM or bidirectional LSTM over the concatenated tokens, read out linearly at the query token
-    (SPEC 4; `icgd.learners.recurrent.LSTMLearner`). It is compared with one GD step by default."""
-
-    kind: Literal["lstm"]
-    hidden: int = Field(32, ge=1, description="units per direction and layer")
-    n_layers: int = Field(1, ge=1)
-    bidirectional: bool = False
-
-    @property
-    def gd_steps(self) -> int:
-        return 1
-
-
-class KernelGDConfig(_Strict):
-    """The source's "GD" model (SPEC 5; `icgd.learners.KernelGD`): kernel functional GD whose only learnt
-    weights are the learning rates (one per layer and output entry) and the kernel's parameters. The rates
-    are divided by the task's N (`task.n_context`, fixed at training) except for a normalised kernel."""
-
-    kind: Literal["kernel_gd"]
-    kernel: KernelName = "softmax"
-    n_layers: int = Field(1, ge=1)
-    constant_head: Literal["none", "tied", "free"] = Field(
-        "none", description="none: kernel head only; tied: a constant head with the kernel head's rates (eq. 1); "
-                            "free: its own rates")
-    eta_init: float = Field(1.0, description="initial learning rate of every layer and entry")
-    kernel_init: tuple[float, ...] | None = Field(None, description="initial kernel parameters (default the kernel's)")
-    kernel_options: dict[str, float] = Field(default_factory=dict)
-    learn_kernel_params: bool = True
-
-    @model_validator(mode="after")
-    def _kernel(self) -> "KernelGDConfig":
-        AttentionOptions(kernel=self.kernel, kernel_options=self.kernel_options, kernel_init=self.kernel_init)
-        return self
-
-    @property
-    def gd_steps(self) -> int:
-        return self.n_layers
-
-
-class CausalLMConfig(_Strict):
-    """A small decoder-only LM for a text task (`icgd.learners.causal_lm.CausalLM`): byte embedding, sinusoidal
-    positions, pre-norm blocks of causal softmax attention + MLP, tied output. `attention` takes the
-    attention options that apply (e.g. {momentum: 0.5} for momentum attention, source 003 sec. 4)."""
-
-    kind: Literal["causal_lm"]
-    d_model: int = Field(64, ge=2)
-    n_layers: int = Field(2, ge=1)
-    n_heads: int = Field(2, ge=1)
-    mlp_ratio: int = Field(4, ge=1)
-    init_std: float = Field(0.02, gt=0, description="std of the attention weights at initialisation")
-    attention: AttentionOptions = AttentionOptions(causal=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _causal(cls, data: Any) -> Any:
-        """The attention of a causal LM is causal: `attention: {momentum: 0.5}` needs no `causal: true`."""
-        if isinstance(data, dict) and isinstance(data.get("attention"), dict):
-            data = data | {"attention": {"causal": True} | data["attention"]}
-        return data
-
-    @model_validator(mode="after")
-    def _width(self) -> "CausalLMConfig":
-        if self.d_model % self.n_heads or self.d_model % 2:
-            raise ValueError(f"d_model={self.d_model} must be even and a multiple of n_heads={self.n_heads}")
-        return self
-
-    @property
-    def gd_steps(self) -> int:
-        return 1
-
-
-#: the kinds a config section may name (`model.kind`, `task.kind`); the first is the default
-MODEL_KINDS: dict[str, type[BaseModel]] = {"stack": ModelConfig, "mlp_lsa": FeatureLSAConfig, "lstm": LSTMConfig,
-                                           "kernel_gd": KernelGDConfig, "causal_lm": CausalLMConfig}
+#: the kinds a config section may name (`model.kind`, `task.kind`); the first is the default. Model kinds
+#: register in `icgd.train.kinds` (the built-in ones in `icgd.train.models`, imported above)
 TASK_KINDS: dict[str, type[BaseModel]] = TASKS
 
 
@@ -187,11 +52,15 @@ def _tagged_union(kinds: dict[str, type[BaseModel]]) -> Any:
     return Annotated[Union[tuple(Annotated[c, Tag(k)] for k, c in kinds.items())], Discriminator(kind_of)]
 
 
-AnyModelConfig = _tagged_union(MODEL_KINDS)
+def _model_union() -> Any:
+    return _tagged_union({name: kind.config for name, kind in MODEL_KINDS.items()})
+
+
+AnyModelConfig = _model_union()
 AnyTask = _tagged_union(TASK_KINDS)
 
 
-class OptimConfig(_Strict):
+class OptimConfig(StrictSection):
     """Adam / AdamW with a learning-rate schedule and per-seed global-norm gradient clipping."""
 
     name: Literal["adam", "adamw"] = "adam"
@@ -205,7 +74,7 @@ class OptimConfig(_Strict):
     warmup_steps: int = Field(0, ge=0)
 
 
-class EvalConfig(_Strict):
+class EvalConfig(StrictSection):
     """Held-out evaluation, on the same fixed tasks for every seed and for the reference learner."""
 
     every: int = Field(100, ge=1, description="evaluate every k steps (and at the last step)")
@@ -220,12 +89,12 @@ class EvalConfig(_Strict):
     alignment_tasks: int = Field(1024, ge=0, description="tasks for the alignment metrics (0 = skip)")
 
 
-class TrainConfig(_Strict):
+class TrainConfig(StrictSection):
     """Everything a training run needs; `icgd train` writes it back, resolved, into the run directory."""
 
     name: str = "run"
     task: AnyTask = LinearRegression()
-    model: AnyModelConfig = ModelConfig()
+    model: AnyModelConfig = ModelConfig()  # rebuilt when a kind registers (`_rebuild_model_union`)
     optim: OptimConfig = OptimConfig()
     eval: EvalConfig = EvalConfig()
     steps: int = Field(5000, ge=1)
@@ -252,20 +121,26 @@ class TrainConfig(_Strict):
         if self.eval.reference not in kinds:
             raise ValueError(f"eval.reference={self.eval.reference!r} does not apply to task kind "
                              f"{self.task.kind!r} (it has: {', '.join(kinds)})")
+        reads = model_kind(self.model).tasks
+        if reads is not None and self.task.kind not in reads:
+            raise ValueError(f"model kind {self.model.kind!r} reads tasks of kind {', '.join(reads)}, not "
+                             f"task.kind={self.task.kind!r}")
         return self
 
-    @property
-    def d_model(self) -> int:
-        """Token width of a stack model."""
-        d = self.task.dx + self.task.dy
-        if isinstance(self.model, ModelConfig) and self.model.tokens == "interleaved":
-            d += 2 * self.task.n_context + 1
-        return d
-
     def stack_config(self) -> StackConfig:
-        if not isinstance(self.model, ModelConfig):
+        """The attention stack of a model whose kind describes one (`stack`); TypeError for the others."""
+        if not hasattr(self.model, "stack_config"):
             raise TypeError(f"model kind {self.model.kind!r} is not an attention stack")
-        return self.model.stack_config(self.d_model)
+        return self.model.stack_config(self.model.width(self.task))
+
+
+def _rebuild_model_union() -> None:
+    """Let `TrainConfig.model` take the kinds registered now (called by `icgd.train.kinds` on a change)."""
+    TrainConfig.model_fields["model"] = FieldInfo.from_annotated_attribute(_model_union(), ModelConfig())
+    TrainConfig.model_rebuild(force=True)
+
+
+on_change(_rebuild_model_union)
 
 
 # ------------------------------------------------------------------------------------------- presets

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from icgd.nn.attention import attention_products
+from icgd.nn.kernels import get_kernel, kernel_names
 from icgd.nn.stack import StackConfig
 from icgd.train import compiled
 
@@ -34,8 +35,9 @@ def ineligible(config: StackConfig) -> str | None:
     a = config.attention
     if not config.uniform:
         return "layers with different attention"
-    if a.kernel not in ("linear", "softmax"):
-        return f"attention kernel {a.kernel!r} (it covers linear and softmax)"
+    if get_kernel(a.kernel).fused is None:
+        covered = " and ".join(n for n in kernel_names() if get_kernel(n).fused is not None)
+        return f"attention kernel {a.kernel!r} (it covers {covered})"
     if a.causal or a.query_in_keys:
         return "a causal mask or queries among the keys"
     return None
@@ -156,11 +158,11 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
                 [n, h_in.shape[-2] - n], -2)[0]
         # one linear head on tokens shared by the seeds (data) stays on `_SharedLinearAttention`, which
         # computes C once for all seeds
-        shared_one = (h_in.dim() == 3 and h_ctx.dim() == 3 and config.attention.kernel == "linear"
-                      and config.attention.n_heads == 1)
+        form = get_kernel(config.attention.kernel).fused
+        shared_one = h_in.dim() == 3 and h_ctx.dim() == 3 and form == "linear" and config.attention.n_heads == 1
         if per_head and not shared_one:
             upd = _compiled_heads_update(params, p, config, h_in, h_ctx, n, last, (dx, d) if y_only else None, d + pad)
-        elif config.attention.kernel == "softmax":
+        elif form == "softmax":
             upd = _softmax_update(params, p, h_in, h_ctx, d + pad, config.attention.normalize,
                                   (dx, d) if y_only else None)
         else:
@@ -194,7 +196,7 @@ def _compiled_predictions(params: dict[str, Tensor], config: StackConfig, contex
     b, t = tokens.shape[-3], tokens.shape[-2]
     tok = compiled.to_blocks(tokens)  # (NB, T, D, L) shared by the seeds, or (S, NB, T, D, L)
     scale = 1.0 / n if config.attention.normalize == "count" else 1.0
-    kind = config.attention.kernel
+    kind = get_kernel(config.attention.kernel).fused
     for step in range(n_steps):
         p = f"layers.{0 if config.recurrent else step}.attn."
         m, u = (w[:, 0] for w in _multiplied_out(params, p, kind == "softmax"))  # (S, D, D): one head
@@ -225,7 +227,7 @@ def _compiled_heads_update(params: dict[str, Tensor], p: str, config: StackConfi
     """The attention update (S, B, T, G) of the tokens h_in over the context h_ctx, one compiled call per
     head (heads summed): h_in holds every token (context first) except in the last layer, where it holds
     the queries only; output coordinates rows[0]:rows[1] when `rows`."""
-    kind = config.attention.kernel
+    kind = get_kernel(config.attention.kernel).fused
     if last:  # the kernel reads the context as the first n rows of one token tensor
         if h_in.dim() != h_ctx.dim():
             s_n = max(h_in.shape[0] if h_in.dim() == 4 else 1, h_ctx.shape[0] if h_ctx.dim() == 4 else 1)
