@@ -285,3 +285,43 @@ def test_a_short_run_lowers_the_loss(name, tmp_path):
             before = cfg.task.loss(seed_learner(cfg, untrained, i).predict(fixed), fixed.query_y).mean().item()
             after = cfg.task.loss(result.learner(seed).predict(fixed), fixed.query_y).mean().item()
         assert math.isfinite(after) and after < 0.95 * before, (seed, before, after)
+
+
+def test_a_kind_registered_later_is_one_registration(tmp_path):
+    """A notebook's own model kind: one `register_model_kind` call, and configs name it, the engine trains it
+    (generic backend) and the conformance contract holds; after `unregister_model_kind` configs refuse it."""
+    from typing import Literal
+
+    from icgd.train import ConfigError, train
+    from icgd.train.kinds import (
+        ModelKind,
+        ModelSection,
+        register_model_kind,
+        unregister_model_kind,
+    )
+
+    class ReadoutConfig(ModelSection):
+        kind: Literal["readout"]
+
+    class Readout(torch.nn.Module):  # predicts w . x_q: a learner that ignores the context
+        def __init__(self, dx, dtype, device, generator):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(dx, 1, generator=generator, dtype=dtype).to(device))
+
+        def predict(self, ep):
+            return ep.query_x @ self.w
+
+        forward = predict
+
+    kind = ModelKind("readout", ReadoutConfig, lambda c, dtype, device, g: Readout(c.task.dx, dtype, device, g),
+                     tasks=("linear",), example={"task": {"kind": "linear", "dx": 3}, "model": {"kind": "readout"}})
+    register_model_kind(kind)
+    try:
+        cfg = _kind_config("readout", steps=20)
+        check_learner(seed_learner(cfg, init_params(cfg), 0), cfg.task, torch.float64, "cpu")
+        result = train(cfg, tmp_path / "readout", quiet=True)
+        assert result.summary["backend"] == "generic" and result.config.model.kind == "readout"
+    finally:
+        unregister_model_kind("readout")
+    with pytest.raises(ConfigError, match="model.kind='readout': must be one of stack"):
+        build_config(kind.example)

@@ -2,7 +2,7 @@
 
 A `ModelKind` ties together everything the training code needs to know about a network, so that no code
 asks which class a config or a module is:
-- `config`: its config section, a pydantic model whose `kind` field is `Literal[name]`;
+- `config`: its config section, a `ModelSection` (pydantic) whose `kind` field is `Literal[name]`;
 - `build(config, dtype, device, generator) -> nn.Module`: one seed's network, whose state_dict holds the
   weights the engine stacks over seeds;
 - `learner(config, module, name)`: the learner (`predict(episodes) -> (B, Q, Dy)`) around the module
@@ -37,6 +37,15 @@ class StrictSection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class ModelSection(StrictSection):
+    """The base of a model kind's config section: what the training code reads of every kind."""
+
+    @property
+    def gd_steps(self) -> int:
+        """Steps of the GD reference a run is scored against by default (`eval.reference_steps` overrides)."""
+        return 1
+
+
 @dataclass(frozen=True)
 class ModelKind:
     """One registered model kind (see the module doc)."""
@@ -52,6 +61,8 @@ class ModelKind:
     doc: str = ""
 
     def __post_init__(self) -> None:
+        if not issubclass(self.config, ModelSection):
+            raise ValueError(f"model kind {self.name!r}: its config {self.config.__name__} must subclass ModelSection")
         kind_field = self.config.model_fields.get("kind")
         allowed = typing.get_args(kind_field.annotation) if kind_field is not None else ()
         if allowed != (self.name,):

@@ -31,7 +31,7 @@ from icgd.learners.transformer import TransformerLearner
 from icgd.nn.attention import AttentionOptions
 from icgd.nn.kernels import KernelName
 from icgd.nn.stack import Stack, StackConfig, StackOptions
-from icgd.train.kinds import ModelKind, StrictSection, model_kind, register_model_kind
+from icgd.train.kinds import ModelKind, ModelSection, model_kind, register_model_kind
 
 if TYPE_CHECKING:
     from icgd.train.config import TrainConfig
@@ -44,7 +44,7 @@ _FLAT_ATTENTION_KEYS = ("n_heads", "kernel", "d_key", "d_value", "normalize", "q
                         "kernel_options", "kernel_init", "learn_kernel_params")
 
 
-class ModelConfig(StackOptions):
+class ModelConfig(StackOptions, ModelSection):
     """A transformer learner (a `Stack`) on concatenated or interleaved tokens: the stack options, its
     `attention` section (every option of `AttentionOptions`) and the token construction. d_model comes from
     the task (Dx + Dy, or Dx + Dy + 2N + 1 for interleaved tokens). Attention keys given at the top level
@@ -98,7 +98,7 @@ register_model_kind(ModelKind(
     doc="attention layers (any kernel, heads, MLP, LayerNorm) on concatenated or interleaved tokens"))
 
 
-class FeatureLSAConfig(StrictSection):
+class FeatureLSAConfig(ModelSection):
     """Embedding (no bias) + residual MLP (GELU) + one LSA layer, or, with gd_control, the GD construction
     on the MLP features with a learnt eta (SPEC 2; `icgd.learners.deep.FeatureLSA`)."""
 
@@ -118,9 +118,6 @@ class FeatureLSAConfig(StrictSection):
     def n_layers(self) -> int:
         return 1
 
-    @property
-    def gd_steps(self) -> int:
-        return 1
 
 
 def _build_feature_lsa(config: "TrainConfig", dtype: torch.dtype, device: Any,
@@ -139,7 +136,7 @@ register_model_kind(ModelKind(
     doc="embedding + MLP + one LSA layer on its features, or the GD control (source 000, Fig. 4)"))
 
 
-class LSTMConfig(StrictSection):
+class LSTMConfig(ModelSection):
     """An LSTM or bidirectional LSTM over the concatenated tokens, read out linearly at the query token
     (SPEC 4; `icgd.learners.recurrent.LSTMLearner`). It is compared with one GD step by default."""
 
@@ -148,9 +145,6 @@ class LSTMConfig(StrictSection):
     n_layers: int = Field(1, ge=1)
     bidirectional: bool = False
 
-    @property
-    def gd_steps(self) -> int:
-        return 1
 
 
 def _build_lstm(config: "TrainConfig", dtype: torch.dtype, device: Any, generator: torch.Generator | None) -> nn.Module:
@@ -165,7 +159,7 @@ register_model_kind(ModelKind(
     doc="an LSTM or BiLSTM read out at the query token (source 001)"))
 
 
-class KernelGDConfig(StrictSection):
+class KernelGDConfig(ModelSection):
     """The source's "GD" model (SPEC 5; `icgd.learners.KernelGD`): kernel functional GD whose only learnt
     weights are the learning rates (one per layer and output entry) and the kernel's parameters. The rates
     are divided by the task's N (`task.n_context`, fixed at training) except for a normalised kernel."""
@@ -208,7 +202,7 @@ register_model_kind(ModelKind(
     doc="kernel functional GD with learnt rates and kernel parameters (source 002's GD model)"))
 
 
-class CausalLMConfig(StrictSection):
+class CausalLMConfig(ModelSection):
     """A small decoder-only LM for a text task (`icgd.learners.causal_lm.CausalLM`): byte embedding, sinusoidal
     positions, pre-norm blocks of causal softmax attention + MLP, tied output. `attention` takes the
     attention options that apply (e.g. {momentum: 0.5} for momentum attention, source 003 sec. 4)."""
@@ -235,9 +229,6 @@ class CausalLMConfig(StrictSection):
             raise ValueError(f"d_model={self.d_model} must be even and a multiple of n_heads={self.n_heads}")
         return self
 
-    @property
-    def gd_steps(self) -> int:
-        return 1
 
 
 def _build_causal_lm(config: "TrainConfig", dtype: torch.dtype, device: Any,
