@@ -152,7 +152,7 @@ def test_nonlinear_and_copy_suites_are_registered():
 def test_token_gradients_of_the_copy_construction():
     """The softmax copy layer: token t depends on t + 1 through the copied y only (norm 1), on itself through
     the residual minus its own y-slot (norm sqrt(D - 1)), and on nothing else."""
-    from icgd.experiments.nonlinear import token_gradients
+    from icgd.experiments.oswald.copy import token_gradients
     from icgd.learners.constructions import copy_gd_construction
     from icgd.learners.tokens import InterleavedTokens
 
@@ -223,7 +223,7 @@ def test_repetition_with_y_only_updates_ignores_the_x_rows_of_pv():
 
 def test_student_t_quantiles_and_intervals():
     from icgd.core.metrics import t95
-    from icgd.experiments.blog import mean_ci
+    from icgd.experiments.blog.eta import mean_ci
 
     for df, exact in ((1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (19, 2.0930), (1000, 1.9623)):
         assert t95(df) == pytest.approx(exact, abs=1e-4)

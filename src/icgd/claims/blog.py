@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from icgd.claims.base import Claim, suite
-from icgd.experiments import blog as X
+from icgd.experiments.blog import keys as X
 
 ETA, DAMP, LSTM, SCALE = "blog-eta", "blog-dampening", "blog-lstm", "blog-scaling"
 

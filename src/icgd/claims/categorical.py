@@ -5,7 +5,7 @@ Written before the first quick run; each threshold is argued from the source's w
 from __future__ import annotations
 
 from icgd.claims.base import Claim, suite
-from icgd.experiments import categorical as X
+from icgd.experiments.categorical import keys as X
 
 GVT = "categorical-gd-vs-tf"
 HEADS = "categorical-heads"

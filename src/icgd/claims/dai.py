@@ -8,7 +8,7 @@ FT learning rate with the best validation accuracy), averaged over the mode's da
 from __future__ import annotations
 
 from icgd.claims.base import Claim, suite
-from icgd.experiments import dai as X
+from icgd.experiments.dai import keys as X
 
 EXP = "dai-icl-vs-ft"
 
@@ -61,12 +61,12 @@ MOM = "dai-momentum"
 def momentum() -> list[Claim]:
     return [
         Claim("momentum-lowers-perplexity", "validation perplexity, momentum / vanilla, worst seed pair over the three "
-              "lengths (T/4, T/2, T)", "Table 6", MOM, lambda r: r[MOM]["ppl.worst_seed_ratio"], "<", 1.0,
+              "lengths (T/4, T/2, T)", "Table 6", MOM, lambda r: r[MOM][X.PPL_WORST_RATIO], "<", 1.0,
               "'on all of the validation sets, applying momentum to attention introduces a consistent perplexity "
               "improvement'; consistent read as: for every seed pair (same initial weights and batches) and every "
               "length; any margin counts"),
         Claim("momentum-keeps-icl", "ICL accuracy, momentum minus vanilla: upper end of its 95% interval, worst "
-              "data set (pooled over seeds)", "Table 7", MOM, lambda r: r[MOM]["icl.worst_difference_upper95"], ">",
+              "data set (pooled over seeds)", "Table 7", MOM, lambda r: r[MOM][X.ICL_WORST_DIFFERENCE_UPPER95], ">",
               0.0, "the source reports 'consistently higher accuracy'; at this size both models are expected near "
               "chance, so the claim checked is the weaker 'momentum does not hurt ICL': not significantly "
               "worse on any data set"),

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from icgd.claims import blog, categorical, dai, nonlinear, oswald  # noqa: F401  (importing registers their suites)
+from icgd.claims import blog, categorical, dai, oswald  # noqa: F401  (importing registers their suites)
 from icgd.claims.base import SUITES
 from icgd.core.profiling import Profile, section, summarize
 from icgd.experiments.registry import mode_of

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from icgd.core.io import write_json, write_text
-from icgd.experiments import blog, categorical, dai, nonlinear, oswald  # noqa: F401  (importing registers their experiments)
+from icgd.experiments import blog, categorical, dai, oswald  # noqa: F401  (importing registers their experiments)
 from icgd.experiments.registry import REGISTRY, Experiment, ExperimentContext, mode_of
 from icgd.results.tables import ExperimentResults
 

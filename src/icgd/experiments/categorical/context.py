@@ -1,0 +1,110 @@
+"""Softmax models trained at N = 20 applied unchanged at N = 5 .. 160, against the RBF kernel with and
+without the 1/N rescaled; MSE at the quadrant centres (Fig. 4 right): `categorical-context`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from icgd.experiments.categorical.keys import (
+    CONTEXT_FIXED_OVER_RESCALED,
+    CONTEXT_MAX_RATIO,
+    CONTEXT_MSE,
+    CONTEXT_TF_OVER_GD_MAX,
+)
+from icgd.experiments.categorical.shared import (
+    N_TRAIN,
+    SOURCE,
+    TF_STEPS,
+    cat_config,
+    gd_config,
+    held_out,
+    score,
+    tf_model,
+    train_or_diverge,
+)
+from icgd.experiments.common import (
+    Size,
+    median,
+    seed_learners,
+)
+from icgd.experiments.registry import ExperimentContext, register
+from icgd.learners.kernel_gd import KernelGD
+from icgd.nn.kernels import get_kernel
+from icgd.results.figures import subplots
+
+CONTEXT_SIZES = (5, 10, 20, 40, 80, 160)
+
+CONTEXT_TASKS = Size(quick=4096, full=10_000, smoke=64)
+
+
+# ------------------------------------------------------------------------------------ context size
+@register("categorical-context", "softmax models trained at N = 20 applied at N = 5..160 vs RBF with and "
+          "without the 1/N rescaled; MSE at the quadrant centres (Fig. 4 right)", SOURCE, quick_minutes=1,
+          full_minutes=12)
+def context_size(ctx: ExperimentContext) -> None:
+    models: dict[str, list[Any]] = {}
+    normalized: dict[str, bool] = {}  # a normalised kernel needs no 1/N: it is applied unchanged at every N
+    for kernel in ("softmax", "rbf"):
+        gd_res = ctx.train(f"cat-gd-{kernel}", gd_config(ctx, kernel))
+        tf_res, _ = train_or_diverge(ctx, f"cat-tf-{kernel}",
+                                     cat_config(ctx, f"cat-tf-{kernel}", tf_model(kernel), TF_STEPS))
+        models[f"{kernel}_gd"] = seed_learners(gd_res)[:1]
+        models[f"{kernel}_tf"] = [] if tf_res is None else seed_learners(tf_res)
+        normalized[f"{kernel}_gd"] = normalized[f"{kernel}_tf"] = get_kernel(kernel).normalized
+    rows = []
+    series: dict[str, list[float]] = {}
+    for n in CONTEXT_SIZES:
+        ep = held_out(ctx, n_context=n, queries="centres", n=CONTEXT_TASKS)
+        row: dict[str, Any] = {"n_context": n}
+        for name, ls in models.items():
+            variants = [("", 1.0)] if normalized[name] else [("_fixed", 1.0), ("_rescaled", N_TRAIN / n)]
+            for suffix, factor in variants:
+                mse = median([score(_rescaled(m, factor), ep) for m in ls]) if ls else float("nan")
+                key = name + suffix
+                row[key] = ctx.result(CONTEXT_MSE.format(model=key, n=n), mse)
+                series.setdefault(key, []).append(mse)
+        rows.append(row)
+    ctx.table("context_size", rows)
+    for key, ys in series.items():
+        ratios = [b / a for a, b in zip(ys, ys[1:])]
+        ctx.result(CONTEXT_MAX_RATIO.format(model=key), max(ratios) if ratios else float("nan"))
+    ctx.result(CONTEXT_FIXED_OVER_RESCALED, series["rbf_gd_fixed"][-1] / series["rbf_gd_rescaled"][-1])
+    tf_gd = [abs(t / g - 1) for t, g in zip(series["softmax_tf"], series["softmax_gd"])]
+    ctx.result(CONTEXT_TF_OVER_GD_MAX, max(tf_gd))
+    fig, (ax,) = subplots(1, width=5.4, height=3.8)
+    styles = {"softmax_gd": ("C0", "--"), "softmax_tf": ("C0", "-"), "rbf_gd_fixed": ("C1", "--"),
+              "rbf_gd_rescaled": ("C2", "--"), "rbf_tf_fixed": ("C1", "-"), "rbf_tf_rescaled": ("C2", "-")}
+    for key, ys in series.items():
+        color, ls = styles.get(key, (None, "-"))
+        ax.plot(CONTEXT_SIZES, ys, marker="o", color=color, ls=ls, label=key.replace("_", " "))
+    ax.axvline(N_TRAIN, color="grey", lw=0.8, ls=":")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("context size N at inference (trained at N = 20)")
+    ax.set_ylabel("MSE at the quadrant centres")
+    ax.legend(fontsize=7)
+    ctx.figure("context_size", fig)
+    ctx.report("softmax trained at one N applies unchanged to other N and improves with N",
+               "softmax GD: " + " / ".join(f"{v:.4f}" for v in series["softmax_gd"]) + " at N = "
+               + " / ".join(map(str, CONTEXT_SIZES)))
+    ctx.report("other kernels need the 1/N rescaled",
+               f"RBF GD at N = {CONTEXT_SIZES[-1]}: {series['rbf_gd_fixed'][-1]:.4f} unchanged, "
+               f"{series['rbf_gd_rescaled'][-1]:.4f} rescaled")
+
+
+def _rescaled(learner: Any, factor: float) -> Any:
+    """The learner with its update scaled by `factor` (N_train / N: eta / N instead of eta / N_train)."""
+    if factor == 1.0:
+        return learner
+    import copy
+
+    m = copy.deepcopy(learner)
+    with torch.no_grad():
+        if isinstance(m, KernelGD):
+            m.n_scale = None  # divide by the episodes' own N
+        else:  # a stack: every head's P
+            for block in m.model.layers:
+                block.attn.w_o.mul_(factor)
+    return m

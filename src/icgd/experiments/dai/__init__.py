@@ -1,0 +1,17 @@
+"""Source 003, Dai et al., "Why can GPT learn in-context?" (SPEC 6): in-context learning as implicit
+finetuning in a real pretrained language model, and momentum attention. One module per study, each
+registering its experiment on import.
+
+| module | experiment | tables |
+|---|---|---|
+| `icl_vs_ft` | dai-icl-vs-ft | ZSL, ICL and K/V finetuning on the same queries: accuracy, Rec2FTP, SimAOU, SimAM, Kendall (Tables 2-5) |
+| `momentum` | dai-momentum | vanilla against momentum attention in small byte-level LMs: perplexity and in-context accuracy (Tables 6-7) |
+
+`keys` holds the result keys the claims read (`icgd.claims.dai`). Our choices where the source is silent or
+its numbers are lost (stated in the docs): the model (SmolLM2-135M-Instruct by default; `--model` picks
+another; in Python, options={"model": ...} takes a name, a path or an already-loaded `icgd.lm.models.LM`),
+the data sets that ship in packages (BBC News topics; full mode adds the tweets), the learning-rate grids, a
+separate test split for the reported numbers (the source selected on the reported examples).
+"""
+
+from icgd.experiments.dai import icl_vs_ft, keys, momentum  # noqa: F401  (importing registers the experiments)

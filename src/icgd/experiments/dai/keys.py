@@ -1,0 +1,15 @@
+"""The result keys the claims of source 003 read (`icgd.claims.dai`), as named constants."""
+
+#: dai-icl-vs-ft: the measures of each data set ("{dataset}.{key}") and their mean over data sets
+#: ("mean.{key}"), the chosen demonstration seed's numbers
+KEYS = ("zsl_accuracy", "icl_accuracy", "ft_accuracy", "rec2ftp", "simaou_ft", "simaou_random",
+        "simaou_random_uniform", "simam_before", "simam_after", "kendall_ft", "kendall_random",
+        "kendall_ft_example", "kendall_random_example")
+MEAN = "mean.{key}"
+DATASET = "{dataset}.{key}"
+#: dai-momentum: momentum over vanilla validation perplexity, the worst seed at the worst of the three
+#: lengths ("ppl{n}.worst_seed_ratio" at length n); the worst data set's upper 95% bound of momentum's ICL
+#: accuracy minus vanilla's (pooled over seeds)
+PPL_WORST_RATIO = "ppl.worst_seed_ratio"
+PPL_WORST_RATIO_AT = "ppl{n}.worst_seed_ratio"
+ICL_WORST_DIFFERENCE_UPPER95 = "icl.worst_difference_upper95"

@@ -1,0 +1,232 @@
+"""Interleaved tokens (Fig. 5, Prop. 3): a softmax layer learns to copy y next to x, then a linear layer
+does GD; the first layer's token gradients over training; a linear first layer as control: `oswald-copy`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from icgd.core.episodes import Episodes, make_generator
+from icgd.core.metrics import evaluate
+from icgd.experiments.common import (
+    TUNE_TASKS,
+    Size,
+    curves,
+    eval_every,
+    eval_tasks,
+    median,
+    seed_learners,
+    size,
+    tune_tasks,
+)
+from icgd.experiments.oswald.keys import (
+    COPY_GRADIENT_FIRST,
+    COPY_LOSS_OVER_GD1,
+    COPY_NEIGHBOUR_RATIO,
+    COPY_ONSET_FIRST,
+    COPY_SPEED_SPREAD,
+    ZERO_LOSS,
+)
+from icgd.experiments.oswald.shared import NONLINEAR_EVAL_SEED
+from icgd.experiments.registry import ExperimentContext, register
+from icgd.learners.explicit import ZeroPredictor
+from icgd.learners.tokens import interleaved_tokens
+from icgd.learners.tuning import tune_gd
+from icgd.results.figures import COLORS, band, subplots
+from icgd.tasks import LinearRegression
+from icgd.train.config import TrainConfig, build_config
+from icgd.train.engine import TrainResult
+
+#: "notably dependent" on the neighbour: its gradient this many times the others' (as copy-neighbour-gradient)
+NOTABLE_RATIO = 3.0
+
+#: the copying study: probe tasks of the token gradients, held-out tasks behind its curves
+COPY_PROBE_TASKS = Size(quick=16, full=32, smoke=4)
+
+COPY_CURVE_TASKS = Size(quick=1024, full=4096)
+
+COPY_CURVE_ALIGN_TASKS = Size(quick=256, full=256, smoke=16)
+
+
+# ------------------------------------------------------------------------------------------ copying
+def copy_config(ctx: ExperimentContext, first: str, n_steps: int) -> TrainConfig:
+    """SPEC 3: Dx = N = 10 interleaved tokens, layer 1 `first`, layer 2 linear, every token a key."""
+    return build_config({
+        "name": f"copy-{first}", "task": {"dx": 10, "n_context": 10},
+        "model": {"n_layers": 2, "kernels": [first, "linear"], "tokens": "interleaved", "query_in_keys": True},
+        "optim": {"lr": 1e-3}, "steps": n_steps, "batch_size": 512, "seeds": ctx.seeds, "checkpoint_every": 500,
+        "eval": {"every": eval_every(ctx, n_steps, 40), "n_tasks": size(ctx, COPY_CURVE_TASKS), "reference": "gd",
+                 "reference_steps": 1, "alignment_tasks": size(ctx, COPY_CURVE_ALIGN_TASKS)}
+        | ({"n_tune": size(ctx, TUNE_TASKS)} if ctx.mode == "smoke" else {})})
+
+
+def token_gradients(learner: Any, ep: Episodes) -> dict[str, float]:
+    """Mean Frobenius norms of d(first-layer output of token t) / d(input token s), over the context's
+    x-tokens t = 0, 2, ..., 2N - 2 and the tasks of `ep`: s = t (self, with the residual), s = t + 1
+    (the neighbour, which holds y_t) and every other s (mean over those)."""
+    block = learner.model.layers[0]
+    tok = interleaved_tokens(ep).to(next(block.parameters()).dtype)
+    n_keys = 2 * ep.n_context
+
+    def layer(t: Tensor) -> Tensor:
+        return block(t.unsqueeze(0), n_keys)[0]
+
+    jac = torch.vmap(torch.func.jacrev(layer))(tok)  # (B, T, D, T, D)
+    norms = jac.pow(2).sum((2, 4)).sqrt()  # (B, T, T): [b, t, s]
+    t_idx = torch.arange(0, n_keys, 2)
+    self_ = norms[:, t_idx, t_idx].mean()
+    neigh = norms[:, t_idx, t_idx + 1].mean()
+    other = torch.ones(len(t_idx), norms.shape[2], dtype=torch.bool)  # (x-token t, key s)
+    other[torch.arange(len(t_idx)), t_idx] = False
+    other[torch.arange(len(t_idx)), t_idx + 1] = False
+    others = norms[:, t_idx][:, other].mean()
+    return {"self": float(self_.detach()), "neighbour": float(neigh.detach()), "others": float(others.detach())}
+
+
+def code_token_gradients(learner: Any, ep: Episodes) -> dict[str, float]:
+    """The official code's version of the same measure (its `analyse_copy`, read at google-research/
+    self-organising-systems 3d5547c, src/train.py:307-323): for every context token k but the last, the
+    gradient of the sum of layer 1's output at k with respect to the data part of every input token s
+    (x and y, not the position code), averaged over the tasks of `ep` before its norm is taken; "self"
+    is s = k, "neighbour" s = k + 1, "others" the sum over every s != k divided by T - 2."""
+    block = learner.model.layers[0]
+    tok = interleaved_tokens(ep).to(next(block.parameters()).dtype)
+    n_keys, d_data = 2 * ep.n_context, ep.dx + ep.dy
+
+    def summed(t: Tensor) -> Tensor:
+        return block(t.unsqueeze(0), n_keys)[0].sum(-1)  # (T,)
+
+    jac = torch.vmap(torch.func.jacrev(summed))(tok)[..., :d_data]  # (B, T, T, data)
+    norms = jac.mean(0).pow(2).sum(-1).sqrt()  # (T, T): [k, s], norm of the task-mean gradient
+    n_tok = norms.shape[0]
+    k = torch.arange(n_keys - 1)
+    self_ = norms[k, k].mean()
+    neigh = norms[k, k + 1].mean()
+    others = ((norms[k].sum(1) - norms[k, k]) / (n_tok - 2)).mean()
+    return {"code_self": float(self_.detach()), "code_neighbour": float(neigh.detach()),
+            "code_others": float(others.detach())}
+
+
+def _first_crossing(steps: list[int], values: list[float], level: float, below: bool) -> int:
+    for st, v in zip(steps, values):
+        if (v <= level) if below else (v >= level):
+            return st
+    return steps[-1] + 1
+
+
+@register("oswald-copy", "interleaved tokens: a softmax layer learns to copy y next to x, then a linear layer "
+          "does GD; first-layer token gradients over training; linear first layer as control (Fig. 5)",
+          "source 000, sec. 4, Fig. 5, Prop. 3, A.5", quick_minutes=5.0, full_minutes=35.0)
+def copy(ctx: ExperimentContext) -> None:
+    n_steps = size(ctx, Size(quick=3000, full=12_000, smoke=4))
+    task = LinearRegression(dx=10, n_context=10)
+    probe = task.sample(size(ctx, COPY_PROBE_TASKS), make_generator(NONLINEAR_EVAL_SEED + 2), dtype=torch.float64)
+    ev = eval_tasks(ctx, task, NONLINEAR_EVAL_SEED + 3)
+    tune = tune_tasks(ctx, task, NONLINEAR_EVAL_SEED + 4)
+    gd = tune_gd(tune, 1)
+    gd_loss = evaluate(gd, ev).mean
+    gd2_loss = evaluate(tune_gd(tune, 2), ev).mean
+    zero = evaluate(ZeroPredictor(), ev).mean
+    fig, axes = subplots(3, width=3.9, height=3.1)
+    rows, summary = [], {}
+    for first, color in (("softmax", COLORS["tf"]), ("linear", COLORS["other"])):
+        cfg = copy_config(ctx, first, n_steps)
+
+        def measure(res: TrainResult) -> dict[str, float]:
+            out = {}
+            for s, learner in zip(res.config.seeds, seed_learners(res)):
+                g = token_gradients(learner, probe) | code_token_gradients(learner, probe)
+                out |= {f"seed{s}.{k}": v for k, v in g.items()}
+            return out
+
+        res, track = ctx.train_tracked(f"copy-{first}", cfg, eval_every(ctx, n_steps, 30), measure)
+        steps = [r["step"] for r in track]
+        loss_steps, losses = curves(res, "eval_loss")
+        band(axes[0], loss_steps, losses, f"{first} first layer", color, per_seed=True)
+        for k, style in (("neighbour", "-"), ("others", ":"), ("self", "--")):
+            ys = np.array([[r[f"seed{s}.{k}"] for r in track] for s in ctx.seeds])
+            ax = axes[1] if first == "softmax" else axes[2]
+            band(ax, steps, ys, "s = t + 1" if k == "neighbour" else ("s = t" if k == "self" else "other s"),
+                 {"neighbour": COLORS["tf"], "others": COLORS["other"], "self": COLORS["gd"]}[k], per_seed=True,
+                 linestyle=style)
+        per_seed = []
+        for i, (s, learner) in enumerate(zip(ctx.seeds, seed_learners(res))):
+            loss = evaluate(learner, ev).mean
+            neigh = [r[f"seed{s}.neighbour"] for r in track]
+            l0 = float(losses[i][0])
+            t_loss = _first_crossing(loss_steps, list(losses[i]), (l0 + gd_loss) / 2, below=True)
+            t_grad = _first_crossing(steps, neigh, neigh[0] + (neigh[-1] - neigh[0]) / 2, below=False)
+            notable = [r[f"seed{s}.neighbour"] / r[f"seed{s}.others"] for r in track]
+            t_onset = _first_crossing(steps, notable, NOTABLE_RATIO, below=False)
+            code = track[-1]
+            row = {"first_layer": first, "seed": s, "loss": loss, "loss_over_gd1": loss / gd_loss,
+                   "neighbour_grad_final": neigh[-1], "others_grad_final": track[-1][f"seed{s}.others"],
+                   "self_grad_final": track[-1][f"seed{s}.self"], "loss_halfway_step": t_loss,
+                   "neighbour_grad_halfway_step": t_grad, "neighbour_over_others_initial": notable[0],
+                   "neighbour_notable_step": t_onset,
+                   "code_neighbour_grad_final": code[f"seed{s}.code_neighbour"],
+                   "code_others_grad_final": code[f"seed{s}.code_others"],
+                   "code_self_grad_final": code[f"seed{s}.code_self"]}
+            rows.append(row)
+            per_seed.append(row)
+        summary[first] = per_seed
+        ctx.result(COPY_LOSS_OVER_GD1.format(first=first), median([r["loss_over_gd1"] for r in per_seed]))
+        ctx.result(COPY_NEIGHBOUR_RATIO.format(first=first),
+                   median([r["neighbour_grad_final"] / r["others_grad_final"] for r in per_seed]))
+        learnt = [r for r in per_seed if r["loss_over_gd1"] < 1.05]
+        ctx.result(f"{first}.seeds_reaching_gd1", len(learnt))
+        if first == "softmax":
+            ratios = [r["neighbour_grad_halfway_step"] / r["loss_halfway_step"] for r in per_seed
+                      if r["loss_halfway_step"] <= n_steps]
+            ctx.result(COPY_GRADIENT_FIRST, median(ratios) if ratios else float("nan"))
+            dropped = [r for r in per_seed if r["loss_halfway_step"] <= n_steps]
+            ctx.result(COPY_ONSET_FIRST, median([r["neighbour_notable_step"] / r["loss_halfway_step"] for r in dropped])
+                       if dropped else float("nan"))
+            halfway = [r["loss_halfway_step"] for r in per_seed]
+            ctx.result(COPY_SPEED_SPREAD, max(halfway) / min(halfway))
+            ctx.result("softmax.code_neighbour_over_others_final_median",
+                       median([r["code_neighbour_grad_final"] / r["code_others_grad_final"] for r in per_seed]))
+    for ax in axes:
+        ax.set_xlabel("training step")
+    axes[0].axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="1 step of GD")
+    axes[0].axhline(gd2_loss, color=COLORS["gdpp"], linestyle=":", label="2 steps of GD")
+    axes[0].set_ylabel("held-out loss")
+    axes[0].set_title("loss (one line per seed)")
+    axes[0].legend(fontsize=6)
+    axes[1].set_title("softmax first layer: |d out_t / d in_s|")
+    axes[2].set_title("linear first layer: |d out_t / d in_s|")
+    for ax in axes[1:]:
+        ax.set_ylabel("mean Frobenius norm")
+        ax.set_yscale("log")
+        ax.legend(fontsize=6)
+    ctx.figure("copy", fig)
+    ctx.table("copy", rows)
+    ctx.result("gd1_loss", gd_loss)
+    ctx.result("gd2_loss", gd2_loss)
+    ctx.result(ZERO_LOSS, zero)
+    sm, li = summary["softmax"], summary["linear"]
+    ctx.report("the softmax-then-linear model matches one step of GD (not two)",
+               f"loss / 1-step GD: median {median([r['loss_over_gd1'] for r in sm]):.3f} "
+               f"(1-step GD {gd_loss:.4f}, 2-step GD {gd2_loss:.4f}, zero {zero:.4f}); "
+               f"{sum(r['loss_over_gd1'] < 1.05 for r in sm)} of {len(sm)} seeds within 5%")
+    ctx.report("before the loss drops, token t depends on its neighbour t + 1, not on others",
+               f"final |d out_t/d in_t+1| / |d out_t/d in_other| median "
+               f"{median([r['neighbour_grad_final'] / r['others_grad_final'] for r in sm]):.1f}; halfway steps "
+               f"(gradient, loss) per seed: {[(r['neighbour_grad_halfway_step'], r['loss_halfway_step']) for r in sm]}")
+    ctx.report("the neighbour dependence becomes notable before the loss jumps to GD's",
+               f"step where |d out_t/d in_t+1| first reaches {NOTABLE_RATIO:g}x the others' (initial ratio) / step "
+               f"where the loss is halfway down, per seed: "
+               + ", ".join(f"{r['neighbour_notable_step']} ({r['neighbour_over_others_initial']:.2f}) / "
+                           f"{r['loss_halfway_step']}" for r in sm))
+    ctx.report("the official code's gradient measure (norm of the task-mean gradient of the summed output)",
+               "final neighbour / others per seed: "
+               + ", ".join(f"{r['code_neighbour_grad_final'] / r['code_others_grad_final']:.1f}" for r in sm)
+               + "; self " + ", ".join(f"{r['code_self_grad_final']:.2f}" for r in sm))
+    ctx.report("a linear first layer could not be trained",
+               f"loss / 1-step GD with a linear first layer: median {median([r['loss_over_gd1'] for r in li]):.3f}")
+    ctx.note(f"Set-up: Dx = N = 10, interleaved tokens [x or 0; y or 0; one-hot position] (T = 21, D = 32), every "
+             f"token a key, batch 512, Adam 1e-3, {n_steps} steps, seeds {ctx.seeds}. Gradients: mean Frobenius "
+             f"norm of d(layer-1 output of x-token t)/d(input token s) over {probe.batch_size} probe tasks.")

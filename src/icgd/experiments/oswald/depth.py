@@ -1,0 +1,110 @@
+"""Recurrent and separate-layer LSA stacks of depth 2 to 4, and (full mode) 2 layers with 4 heads and MLPs,
+against GD and GD++ (A.5, Fig. 7, 8): `oswald-depth`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from icgd.core.metrics import evaluate
+from icgd.experiments.common import (
+    ALIGN_TASKS,
+    eval_tasks,
+    median,
+    seed_losses,
+    seed_prediction_differences,
+    size,
+    train_config,
+    tune_tasks,
+)
+from icgd.experiments.oswald.keys import (
+    DEPTH_MAX_PD_RATIO,
+    DEPTH_MAX_TF_OVER_GD,
+    DEPTH_OOD_MAX,
+)
+from icgd.experiments.oswald.shared import deep_ood
+from icgd.experiments.registry import ExperimentContext, register
+from icgd.learners.tuning import tune_gd, tune_gdpp
+from icgd.results.figures import COLORS, label_axes, subplots
+from icgd.train.config import TrainConfig
+
+
+# --------------------------------------------------------------------------------------- depths 2-4
+def _depth_variants(ctx: ExperimentContext) -> dict[str, tuple[dict[str, Any], int]]:
+    """{name: (model, depth)}: recurrent and separate layers of depth 2-4, and (full mode) 2 layers with
+    4 heads and MLPs."""
+    variants = {f"{'recurrent' if rec else 'layers'}-{k}": ({"n_layers": k, "recurrent": rec}, k)
+                for rec in (True, False) for k in (2, 3, 4)}
+    if not ctx.quick:  # the MLP model trains on the slower fused path: full mode only
+        variants["layers-2-heads4-mlp"] = ({"n_layers": 2, "n_heads": 4, "mlp": True}, 2)
+    return variants
+
+
+def _depth_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+    return {f"depth-{name}": train_config(ctx, f"depth-{name}", model, (2000, 10000))
+            for name, (model, _) in _depth_variants(ctx).items()}
+
+
+@register("oswald-depth", "recurrent and separate-layer LSA stacks of depth 2 to 4, and (full mode) 2 layers "
+          "with 4 heads and MLPs, vs GD and GD++ (Fig. 7, 8)", "source 000, A.5, Fig. 7, 8", quick_minutes=2.5,
+          full_minutes=28.5, models=_depth_models)
+def depth(ctx: ExperimentContext) -> None:
+    variants = _depth_variants(ctx)
+    configs = _depth_models(ctx)
+    ev = None
+    rows, summary, runs = [], {}, {}
+    refs: dict[tuple[int, bool], tuple[float, float, Any, Any]] = {}
+    for name, (model, k) in variants.items():
+        res = runs[name] = ctx.train(f"depth-{name}", configs[f"depth-{name}"])
+        task = res.config.task
+        ev = eval_tasks(ctx, task) if ev is None else ev
+        recurrent = bool(model.get("recurrent"))
+        if (k, recurrent) not in refs:  # a recurrent model's GD++ shares one (eta, gamma), as the official code's
+            tune = tune_tasks(ctx, task)
+            gd, gdpp = tune_gd(tune, k), tune_gdpp(tune, k, shared=recurrent)
+            refs[k, recurrent] = (evaluate(gd, ev).mean, evaluate(gdpp, ev).mean, gd, gdpp)
+        gd_loss, gdpp_loss, gd, gdpp = refs[k, recurrent]
+        pd_gd, pd_gdpp = seed_prediction_differences(res, [gd, gdpp], ev[:size(ctx, ALIGN_TASKS)])
+        per = [{"model": name, "depth": k, "seed": s, "tf_loss": t, "gd_loss": gd_loss, "gdpp_loss": gdpp_loss,
+                "pd_gd": a, "pd_gdpp": b}
+               for s, t, a, b in zip(res.config.seeds, seed_losses(res, ev), pd_gd, pd_gdpp)]
+        rows += per
+        summary[name] = {key: median([r[key] for r in per]) for key in ("tf_loss", "pd_gd", "pd_gdpp")}
+        for key, v in summary[name].items():
+            ctx.result(f"{name}.{key}_median", v)
+        ctx.result(f"{name}.tf_over_gd", summary[name]["tf_loss"] / gd_loss)
+    for (k, recurrent), (g, gp, _, _) in refs.items():
+        ctx.result(f"gd_{k}_loss", g)
+        ctx.result(f"gdpp{'_shared' if recurrent else ''}_{k}_loss", gp)
+    ctx.result(DEPTH_MAX_TF_OVER_GD, max(ctx.results[f"{n}.tf_over_gd"] for n in variants))
+    ctx.result(DEPTH_MAX_PD_RATIO, max(summary[n]["pd_gdpp"] / summary[n]["pd_gd"] for n in variants))
+    ood = deep_ood(ctx, task, {n: (runs[n], refs[variants[n][1], n.startswith("recurrent")][3]) for n in variants},
+                    "depth_ood", "LSA stacks of depth 2-4 vs GD++ with as many steps (one eta, gamma when recurrent), "
+                    "out of distribution (Fig. 7)")
+    ctx.result(DEPTH_OOD_MAX, max(ood.values()))
+    ctx.report("deep LSA stacks outperform GD with as many steps, at every depth (Fig. 7, 8)",
+               "TF / GD (median seed): " + ", ".join(f"{n} {ctx.results[n + '.tf_over_gd']:.3f}" for n in variants))
+    ctx.report("and are described by GD++ (Fig. 7, 8)", "prediction difference to GD++ vs to GD: " + ", ".join(
+        f"{n} {summary[n]['pd_gdpp']:.3f} vs {summary[n]['pd_gd']:.3f}" for n in variants))
+    fig, axes = subplots(2)
+    ks = [2, 3, 4]
+    for rec, color, label in ((True, COLORS["tf"], "recurrent TF"), (False, COLORS["other"], "TF, separate layers")):
+        names = [f"{'recurrent' if rec else 'layers'}-{k}" for k in ks]
+        axes[0].plot(ks, [summary[n]["tf_loss"] for n in names], marker="o", color=color, label=label)
+        axes[1].plot(ks, [summary[n]["pd_gdpp"] for n in names], marker="o", color=color, label=f"{label} vs GD++")
+        axes[1].plot(ks, [summary[n]["pd_gd"] for n in names], marker="o", color=color, linestyle=":",
+                     label=f"{label} vs GD")
+    if "layers-2-heads4-mlp" in summary:
+        axes[0].plot([2], [summary["layers-2-heads4-mlp"]["tf_loss"]], marker="*", markersize=10, linestyle="",
+                     color=COLORS["interp"], label="2 layers, 4 heads, MLP")
+    axes[0].plot(ks, [refs[k, False][0] for k in ks], color=COLORS["gd"], linestyle="--", marker="s", label="GD")
+    axes[0].plot(ks, [refs[k, False][1] for k in ks], color=COLORS["gdpp"], linestyle="--", marker="s",
+                 label="GD++ (per step)")
+    axes[0].plot(ks, [refs[k, True][1] for k in ks], color=COLORS["gdpp"], linestyle=":", marker="s",
+                 label="GD++ (one eta, gamma)")
+    axes[0].set_yscale("log")
+    label_axes(axes, ("held-out loss (median seed)", "prediction difference (median seed)"),
+               ("loss", "||y_TF - y_ref||"), xlabel="depth (layers or steps)")
+    for ax in axes:
+        ax.set_xticks(ks)
+    ctx.figure("depth", fig)
+    ctx.table("depth", rows)

@@ -1,0 +1,64 @@
+"""Seed-dependent phase transitions of training, 1 against 2 heads (A.11, Fig. 15): `oswald-phase`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from icgd.experiments.common import (
+    curves,
+    train_config,
+)
+from icgd.experiments.oswald.keys import SLOWEST_TRANSITION, TRANSITION_SPREAD
+from icgd.experiments.registry import ExperimentContext, register
+from icgd.results.figures import COLORS, subplots
+from icgd.train.config import TrainConfig
+
+
+# ------------------------------------------------------------------------------- phase transitions
+def _transition(steps: list[int], losses: np.ndarray, refs: np.ndarray) -> float:
+    """First evaluated step with loss within 5% of the reference (inf when never)."""
+    hit = np.nonzero(losses <= 1.05 * refs)[0]
+    return float(steps[hit[0]]) if len(hit) else float("inf")
+
+
+def _phase_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+    """1 and 2 heads, evaluated every 25 steps."""
+    out = {}
+    for heads in (1, 2):
+        cfg = train_config(ctx, f"phase-h{heads}", {"n_layers": 1, "n_heads": heads}, (1500, 3000))
+        out[f"phase-h{heads}"] = cfg.model_copy(update={"seeds": ctx.seeds,
+                                                       "eval": cfg.eval.model_copy(update={"every": 25})})
+    return out
+
+
+@register("oswald-phase", "seed-dependent phase transitions of training, 1 vs 2 heads (Fig. 15)",
+          "source 000, A.11, Fig. 15", quick_minutes=1.5, full_minutes=4.0,
+          n_seeds={"smoke": 2, "quick": 4, "full": 8}, models=_phase_models)
+def phase(ctx: ExperimentContext) -> None:
+    """Seeds: 4 (quick) or 8 (full) by default, as the paper's figure compares many seeds' transitions."""
+    seeds = ctx.seeds
+    configs = _phase_models(ctx)
+    fig, axes = subplots(2, sharey=True)
+    rows = []
+    for ax, heads in zip(axes, (1, 2)):
+        res = ctx.train(f"phase-h{heads}", configs[f"phase-h{heads}"])
+        steps, ys = curves(res, "eval_loss")
+        _, ref = curves(res, "reference_loss")
+        trans = [_transition(steps, y, r) for y, r in zip(ys, ref)]
+        for s, y, t in zip(seeds, ys, trans):
+            ax.plot(steps, y, linewidth=1, label=f"seed {s}")
+            rows.append({"heads": heads, "seed": s, "transition_step": t})
+        ax.plot(steps, ref[0], color=COLORS["gd"], linestyle="--", label="GD")
+        ax.set_yscale("log")
+        ax.set_title(f"{heads} head{'s' if heads > 1 else ''}: held-out loss per seed")
+        ax.set_xlabel("training step")
+        ax.set_ylabel("loss")
+        ax.legend(fontsize=6, ncol=2)
+        ctx.result(f"h{heads}.transition_steps", trans)
+        ctx.result(SLOWEST_TRANSITION.format(heads=heads), max(trans))
+        ctx.result(TRANSITION_SPREAD.format(heads=heads),
+                   max(trans) / min(trans) if np.isfinite(min(trans)) else float("nan"))
+        ctx.report(f"{heads} head(s): training loss drops to GD at a seed-dependent step (Fig. 15)",
+                   "first step within 5% of GD per seed: " + ", ".join(f"{t:g}" for t in trans))
+    ctx.figure("phase", fig)
+    ctx.table("phase", rows)
