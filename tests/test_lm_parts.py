@@ -13,6 +13,8 @@ transformers = pytest.importorskip("transformers")
 
 
 class _LM:
+    attn_implementation = "eager"
+
     def __init__(self, model):
         self.model, self.tokenizer = model, None
 

