@@ -16,7 +16,7 @@ registered kind through the registry.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, Field, model_validator
@@ -33,8 +33,9 @@ from icgd.nn.kernels import KernelName
 from icgd.nn.stack import Stack, StackConfig, StackOptions
 from icgd.train.kinds import ModelKind, ModelSection, model_kind, register_model_kind
 
-if TYPE_CHECKING:
-    from icgd.train.config import TrainConfig
+#: the type of the `config` arguments below: an `icgd.train.config.TrainConfig` (config.py imports this
+#: module to register the kinds, so this module does not import it back)
+TrainConfigLike = Any
 
 #: the dtype names a config may give
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -81,11 +82,11 @@ class ModelConfig(StackOptions, ModelSection):
         return StackConfig(attention=self.attention.with_width(d_model), **self.stack_options())
 
 
-def _build_stack(config: "TrainConfig", dtype: torch.dtype, device: Any, generator: torch.Generator | None) -> nn.Module:
+def _build_stack(config: TrainConfigLike, dtype: torch.dtype, device: Any, generator: torch.Generator | None) -> nn.Module:
     return Stack(config.stack_config(), dtype=dtype, device=device, generator=generator)
 
 
-def _stack_learner(config: "TrainConfig", module: nn.Module, name: str) -> Any:
+def _stack_learner(config: TrainConfigLike, module: nn.Module, name: str) -> Any:
     tokens = (InterleavedTokens() if config.model.tokens == "interleaved"
               else ConcatTokens(prior=getattr(config.task, "prior", None)))
     return TransformerLearner(module, tokens, name=name)
@@ -120,7 +121,7 @@ class FeatureLSAConfig(ModelSection):
 
 
 
-def _build_feature_lsa(config: "TrainConfig", dtype: torch.dtype, device: Any,
+def _build_feature_lsa(config: TrainConfigLike, dtype: torch.dtype, device: Any,
                        generator: torch.Generator | None) -> nn.Module:
     m = config.model
     std = None if m.init_scale is None else (m.init_scale / m.d_embed) ** 0.5
@@ -147,7 +148,7 @@ class LSTMConfig(ModelSection):
 
 
 
-def _build_lstm(config: "TrainConfig", dtype: torch.dtype, device: Any, generator: torch.Generator | None) -> nn.Module:
+def _build_lstm(config: TrainConfigLike, dtype: torch.dtype, device: Any, generator: torch.Generator | None) -> nn.Module:
     m = config.model
     return LSTMLearner(config.task.dx, config.task.dy, m.hidden, m.n_layers, m.bidirectional, dtype=dtype,
                        device=device, generator=generator)
@@ -185,7 +186,7 @@ class KernelGDConfig(ModelSection):
         return self.n_layers
 
 
-def _build_kernel_gd(config: "TrainConfig", dtype: torch.dtype, device: Any,
+def _build_kernel_gd(config: TrainConfigLike, dtype: torch.dtype, device: Any,
                      generator: torch.Generator | None) -> nn.Module:
     m = config.model
     biases = {"none": None, "tied": "tied", "free": m.eta_init}[m.constant_head]
@@ -231,7 +232,7 @@ class CausalLMConfig(ModelSection):
 
 
 
-def _build_causal_lm(config: "TrainConfig", dtype: torch.dtype, device: Any,
+def _build_causal_lm(config: TrainConfigLike, dtype: torch.dtype, device: Any,
                      generator: torch.Generator | None) -> nn.Module:
     from icgd.learners.causal_lm import CausalLM, lm_stack_config
 
@@ -249,13 +250,13 @@ register_model_kind(ModelKind(
 
 
 # ------------------------------------------------------------------------------ any registered kind
-def build_module(config: "TrainConfig", dtype: torch.dtype = torch.float32, device: torch.device | str | None = None,
+def build_module(config: TrainConfigLike, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None,
                  generator: torch.Generator | None = None) -> nn.Module:
     """The module whose state_dict is one seed's weights (initialised from `generator`)."""
     return model_kind(config.model).build(config, dtype, device, generator)
 
 
-def as_learner(config: "TrainConfig", module: nn.Module, name: str = "transformer") -> Any:
+def as_learner(config: TrainConfigLike, module: nn.Module, name: str = "transformer") -> Any:
     """The learner (Episodes -> predictions (B, Q, Dy)) around `module`."""
     adapt = model_kind(config.model).learner
     if adapt is not None:
@@ -264,25 +265,25 @@ def as_learner(config: "TrainConfig", module: nn.Module, name: str = "transforme
     return module
 
 
-def param_prefix(config: "TrainConfig") -> str:
+def param_prefix(config: TrainConfigLike) -> str:
     """Prefix of the weights' names inside the learner (for torch.func.functional_call)."""
     return model_kind(config.model).prefix
 
 
 # ------------------------------------------------------------------------------- seed-stacked weights
-def init_params(config: "TrainConfig", device: torch.device | str = "cpu") -> dict[str, Tensor]:
+def init_params(config: TrainConfigLike, device: torch.device | str = "cpu") -> dict[str, Tensor]:
     """Stacked initial weights {name: (S, ...)}: seed s initialises its model from make_generator(s)."""
     dtype = DTYPES[config.dtype]
     states = [build_module(config, dtype=dtype, generator=make_generator(s)).state_dict() for s in config.seeds]
     return {k: torch.stack([st[k] for st in states]).to(device) for k in states[0]}
 
 
-def trainable_names(config: "TrainConfig") -> list[str]:
+def trainable_names(config: TrainConfigLike) -> list[str]:
     template = build_module(config, device="meta")
     return [k for k, p in template.named_parameters() if p.requires_grad]
 
 
-def seed_learner(config: "TrainConfig", params: dict[str, Tensor], index: int) -> Any:
+def seed_learner(config: TrainConfigLike, params: dict[str, Tensor], index: int) -> Any:
     """The trained model of seed number `index` (position in config.seeds) as a learner."""
     first = next(iter(params.values()))
     module = build_module(config, dtype=first.dtype, device=first.device)
