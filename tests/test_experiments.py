@@ -98,7 +98,7 @@ def test_verify_runs_experiments_caches_models_and_reports(tmp_path, capsys):
 def test_markdown_table_marks_failures_and_escapes_pipes():
     rep = {"claims": [{"claim": "a | b", "source": "Fig. 1", "measured": 0.123456, "threshold": "< 0.1",
                        "passed": False}]}
-    assert format_markdown(rep).splitlines()[2] == "| a \\| b | Fig. 1 | 0.1235 | < 0.1 | **FAIL** |"
+    assert format_markdown(rep).splitlines()[2] == "| a \\| b | Fig. 1 | 0.1235 | - | < 0.1 | **FAIL** |"
 
 
 def test_stricter_checks_are_marked_and_roles_validated():

@@ -159,6 +159,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from icgd.experiments import get_experiment, run_experiment
 
     exp = get_experiment(args.name)
+    if args.plan:
+        return _print_plan(args)
+    if args.json:
+        raise UsageError("--json goes with --plan (a run prints its report.md; its numbers are in results.json)")
     suffix = _mode_suffix(args)
     out = Path(args.out) if args.out else Path("runs") / (exp.name + suffix)
     cache = Path(args.cache) if args.cache else out.parent / f"_train{suffix}"
@@ -167,6 +171,43 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     print((out / "report.md").read_text())
     print(f"tables, figures (PNG, SVG), results.json and report.md in {out} ({results['seconds']} s)")
     return 0
+
+
+def _print_plan(args: argparse.Namespace) -> int:
+    """`icgd reproduce EXP --plan [--json]`: every model the experiment would train, with its resolved config."""
+    from icgd.experiments.runner import plan_experiment
+
+    if args.smoke:
+        raise UsageError("--plan shows the quick or the full set-up, not --smoke")
+    plan = plan_experiment(args.name, "quick" if args.quick else "full", args.seeds, _device(args.device),
+                           _options(args))
+    if args.json:
+        print(json.dumps(plan, indent=2))
+        return 0
+    print(f"{plan['experiment']} ({plan['mode']} mode, seeds {plan['seeds']}; {plan['source']})")
+    if plan["models"] is None:
+        print(plan["note"])
+        return 0
+    for m in plan["models"]:
+        c = m["config"]
+        o = c["optim"]
+        print(f"\n{m['name']}: task {c['task']['kind']}, model {c['model'].get('kind', 'stack')}, {c['steps']} steps x "
+              f"batch {c['batch_size']}, data {c['data']}, {o['name']} lr {o['lr']:g} betas ({o['beta1']:g}, "
+              f"{o['beta2']:g}) eps {o['eps']:g} grad clip {o['grad_clip']}")
+        for line in _flatten(c):
+            print(f"  {line}")
+    return 0
+
+
+def _flatten(tree: dict[str, Any], prefix: str = "") -> list[str]:
+    """`key.sub = value` lines of a nested config (the dotted keys `icgd train` accepts as overrides)."""
+    lines = []
+    for k, v in tree.items():
+        if isinstance(v, dict) and v:
+            lines += _flatten(v, f"{prefix}{k}.")
+        else:
+            lines.append(f"{prefix}{k} = {json.dumps(v)}")
+    return lines
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -326,6 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "measured number beside the paper's statement.")
     r.add_argument("name", help="experiment name (see icgd list)")
     _add_study_options(r, "run directory (default runs/NAME[-quick|-smoke])", "beside --out")
+    r.add_argument("--plan", action="store_true", help="print every model it would train, with its full resolved "
+                                                       "config (what `icgd train` accepts), and train nothing")
+    r.add_argument("--json", action="store_true", help='with --plan: print {"experiment", "mode", "models": '
+                                                        '[{"name", "config"}]}')
     r.set_defaults(func=cmd_reproduce)
 
     v = sub.add_parser("verify", help="check a source's claims: measured value, threshold, PASS/FAIL",

@@ -6,10 +6,13 @@ the code with their justification, never tuned to a run.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
+
+from icgd.claims.references import REFERENCES, Reference, reference
 
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
@@ -30,10 +33,16 @@ class Claim:
     threshold: float
     why: str
     role: str = "source"
+    #: the authors' own value of the measure, where one exists (`icgd.claims.references`; attached by `suite`)
+    reference: Reference = Reference(None, None)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"claim {self.id}: role must be one of {ROLES}, not {self.role!r}")
+
+    def holds(self, value: float) -> bool:
+        """Whether `value` meets the bar (NaN never does)."""
+        return bool(not math.isnan(value) and _OPS[self.op](value, self.threshold))
 
     def check(self, results: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -43,10 +52,13 @@ class Claim:
             note = f"not measured ({type(e).__name__}: {e})"
         else:
             note = ""
-        passed = bool(not math.isnan(measured) and _OPS[self.op](measured, self.threshold))
+        ref = self.reference
         return {"id": self.id, "claim": self.claim, "source": self.source, "experiment": self.experiment,
-                "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": passed,
-                "why": self.why, "role": self.role} | ({"note": note} if note else {})
+                "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": self.holds(measured),
+                "why": self.why, "role": self.role, "reference": ref.value, "reference_source": ref.source,
+                "reference_precision": ref.precision if ref.value is not None else None,
+                "reference_passes": self.holds(ref.value) if ref.value is not None else None} \
+            | ({"note": note} if note else {})
 
 
 #: the suites' names as `icgd verify --help` lists them without importing every source (a test checks that
@@ -59,7 +71,17 @@ SUITES: dict[str, Callable[[], list[Claim]]] = {}
 
 
 def suite(name: str):
+    """Decorator registering `fn() -> claims` as suite `name`; each claim gets its reference
+    (`icgd.claims.references`), and a reference that names no claim of the suite is an error."""
     def deco(fn: Callable[[], list[Claim]]) -> Callable[[], list[Claim]]:
-        SUITES[name] = fn
+        @functools.wraps(fn)
+        def referenced() -> list[Claim]:
+            claims = fn()
+            unknown = set(REFERENCES.get(name, {})) - {c.id for c in claims}
+            if unknown:
+                raise ValueError(f"suite {name}: references for claims it does not have: {', '.join(sorted(unknown))}")
+            return [replace(c, reference=reference(name, c.id)) for c in claims]
+
+        SUITES[name] = referenced
         return fn
     return deco

@@ -57,10 +57,6 @@ def claims() -> list[Claim]:
               lambda r: r[LSTM][X.BEST_UNI_LSTM_OVER_LSA], ">", 1.0,
               "the source: LSTMs 'struggle', bidirectional ones 'perform better'; its own figure has 4- and 5-layer "
               "BiLSTMs at the GD loss (docs/reproduction-notes.md); median seeds"),
-        Claim("lstm-bilstm-worse-than-tf", "no LSTM or BiLSTM of any depth reaches the transformer (best LSTM or "
-              "BiLSTM loss / 1-layer LSA loss)", "'Is this behavior unique to transformers?'", LSTM,
-              lambda r: r[LSTM][X.BEST_LSTM_OVER_LSA], ">", 1.0,
-              "stricter than the source, whose deep BiLSTMs reach GD; median seeds", role="stricter"),
         Claim("bilstm-gain-grows", "BiLSTMs gain more over LSTMs as layers are added (BiLSTM / LSTM loss at the "
               "deepest over the same at 1 layer)", "'Is this behavior unique to transformers?'", LSTM,
               lambda r: r[LSTM][X.BILSTM_GAIN_DEEPEST_OVER_1], "<", 1.0,

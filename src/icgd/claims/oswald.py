@@ -39,8 +39,11 @@ def claims() -> list[Claim]:
               "(relative to the norm of GD's sensitivity)", "Fig. 2", ONE,
               lambda r: r[ONE]["a1.sensitivity_l2_max_over_gd_norm"], "<", 0.1,
               "as 1layer-prediction-difference: an order of magnitude below the quantity compared; worst seed"),
-        Claim("1layer-pv-weights", "rescaled trained P W_V (y row) equals the construction (relative error)", "Fig. 9",
-              ONE, lambda r: r[ONE]["a1.pv_relative_error_median"], "<", 0.1, "as 1layer-weights"),
+        Claim("1layer-pv-weights", "rescaled trained P W_V equals the construction, every row (relative error "
+              "of the whole matrix)", "Fig. 9", ONE, lambda r: r[ONE]["a1.pv_matrix_relative_error_median"], "<", 0.1,
+              "as 1layer-weights; Fig. 9 shows the whole P W_V, whose x rows the construction sets to 0 (a layer "
+              "that moves x as well is not the construction, and its repeated application drifts: A.6). Before "
+              "issue 33 this read the y row only, which such a layer passes"),
         Claim("interpolation", "the interpolation path stays within 1% of GD loss", "A.3, Fig. 2",
               "oswald-interpolation", lambda r: r["oswald-interpolation"][X.INTERPOLATION_MAX_INCREASE], "<", 0.01,
               "the paper reports no loss increase along the path; 1% allows evaluation noise"),
@@ -155,18 +158,21 @@ def claims() -> list[Claim]:
               "oswald-deep", lambda r: abs(r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="tf_loss")]
                                            / r[DEEP]["five.gdpp_loss"] - 1), "<", 0.1,
               "as rec2-matches-gdpp-loss; median seed"),
-        Claim("five-matches-gdpp", "5-layer LSA is closer to GD++ (per-layer eta, gamma) than to 5-step GD "
-              "(prediction difference ratio)", "Fig. 3", "oswald-deep",
-              lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="pd_gdpp")] / r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="pd_gd")], "<", 1.0,
-              "median seed"),
+        Claim("five-matches-gdpp", "5-layer LSA is well described by GD++ (per-layer eta, gamma), not by 5-step GD "
+              "(prediction difference to GD++ / to GD)", "Fig. 3", "oswald-deep",
+              lambda r: r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="pd_gdpp")] / r[DEEP][X.DEEP_MEDIAN.format(tag="five", measure="pd_gd")], "<", 0.5,
+              "sec. 3: deep models are 'well described' by GD++: at least twice as close to GD++ as to GD. A ratio "
+              "below 1 (the bar before issue 33) is met by any learner between the two that leans to GD++, e.g. "
+              "0.4 GD + 0.6 GD++ (ratio 0.67: tests/test_bars.py); median seed"),
         Claim("five-ood-near-gdpp", "out of distribution the 5-layer LSA stays near its GD++ (alpha <= 1.5, input "
               "and teacher scale)", "Fig. 6c, A.2", "oswald-deep", lambda r: r[DEEP][X.DEEP_OOD.format(tag="five")], "<", 0.2,
               "A.2: 'remarkably similar' to GD++ though 'the match for deeper architectures starts to become "
               "worse': twice the 10% of ood; A.2's two families; median seed"),
-        Claim("depths-closer-to-gdpp", "every depth variant is closer to GD++ than to GD with as many steps "
+        Claim("depths-closer-to-gdpp", "every depth variant is well described by GD++ with as many steps, not by GD "
               "(largest prediction difference to GD++ / to GD)", "Fig. 7, 8", "oswald-depth",
-              lambda r: r["oswald-depth"][X.DEPTH_MAX_PD_RATIO], "<", 1.0,
-              "sec. 3: their behaviour is 'well described' by GD++; median seed of each model"),
+              lambda r: r["oswald-depth"][X.DEPTH_MAX_PD_RATIO], "<", 0.5,
+              "sec. 3: their behaviour is 'well described' by GD++; the bar of five-matches-gdpp (at least twice as "
+              "close to GD++ as to GD); median seed of each model"),
         Claim("depths-ood-near-gdpp", "out of distribution the depth 2-4 stacks stay near GD++ with as many steps "
               "(largest over models, alpha <= 1.5)", "Fig. 7, A.2", "oswald-depth",
               lambda r: r["oswald-depth"][X.DEPTH_OOD_MAX], "<", 0.2, "as five-ood-near-gdpp; median seeds"),
@@ -280,12 +286,15 @@ def sine_code() -> list[Claim]:
 
 def _sine_claims(SINE: str) -> list[Claim]:  # noqa: N803 - the experiment, named as the module constant
     return [
-        Claim("sine-similar-loss", "TF (MLP + LSA) and GD on MLP features reach similar loss "
-              "(larger / smaller loss)", "Fig. 4", SINE, lambda r: r[SINE]["loss_ratio_median"], "<", 1.25,
-              "Fig. 4's two loss curves lie on top of each other; 25% is a visible gap; median seed (the "
-              "official notebook plots one seed)"),
-        Claim("sine-similar-loss-worst-seed", "the same for every seed (larger / smaller loss, worst seed)", "Fig. 4",
-              SINE, lambda r: r[SINE][X.SINE_LOSS_RATIO_MAX], "<", 1.25, "as above, worst seed", role="stricter"),
+        Claim("sine-similar-loss", "the TF (MLP + LSA) reaches the loss of GD on MLP features, or a lower one "
+              "(TF / control loss)", "Fig. 4", SINE, lambda r: r[SINE][X.SINE_TF_OVER_CONTROL.format(stat="median")],
+              "<", 1.25,
+              "Fig. 4 compares the trained TF with the control it is explained by; the authors' own run ends with the "
+              "TF 25% below the control (docs/calibration.md), so the bar is one-sided: no more than 25% above it "
+              "(the symmetric larger / smaller bar this claim had before fails the authors' 1.33); median seed"),
+        Claim("sine-similar-loss-worst-seed", "the same for every seed (TF / control loss, worst seed)", "Fig. 4",
+              SINE, lambda r: r[SINE][X.SINE_TF_OVER_CONTROL.format(stat="max")], "<", 1.25, "as above, worst seed",
+              role="stricter"),
         Claim("sine-alignment", "TF and control agree in their predictions (mean |y_TF - y_control| / RMS(y))",
               "Fig. 4", SINE, lambda r: r[SINE][X.SINE_MEDIAN.format(measure="prediction_difference")]
               / r[SINE]["query_y_rms"], "<", 0.2,
@@ -306,14 +315,21 @@ def _sine_claims(SINE: str) -> list[Claim]:  # noqa: N803 - the experiment, name
 @suite("oswald-copy")
 def copying() -> list[Claim]:
     return [
-        Claim("copy-reaches-gd1", "softmax-then-linear model on interleaved tokens reaches one-step-GD loss "
-              "(loss / 1-step GD)", "Fig. 5", COPY, lambda r: r[COPY][X.COPY_LOSS_OVER_GD1.format(first="softmax")], "<", 1.05,
-              "'matches a single step of GD'; 5% for CPU-length training; median seed (training speed varies "
-              "strongly with the seed, as the paper reports)"),
+        Claim("copy-reaches-gd1", "softmax-then-linear model on interleaved tokens matches one-step GD's loss "
+              "(|loss / 1-step GD - 1|)", "Fig. 5", COPY,
+              lambda r: abs(r[COPY][X.COPY_LOSS_OVER_GD1.format(first="softmax")] - 1), "<", 0.05,
+              "'matches a single step of GD': equal within 5%, from either side. The one-sided loss / GD1 < 1.05 "
+              "of before issue 33 passed a model at 2-step GD's loss (0.8 of GD1: tests/test_bars.py); median seed "
+              "(training speed varies strongly with the seed, as the paper reports)"),
         Claim("copy-neighbour-gradient", "the first layer's output of token t depends on token t + 1 far more "
               "than on the others (final norm ratio)", "Fig. 5", COPY,
               lambda r: r[COPY][X.COPY_NEIGHBOUR_RATIO.format(first="softmax")], ">", 3.0,
               "Fig. 5: the neighbour gradient rises while the others stay near 0; a factor 3 is clearly apart"),
+        Claim("copy-neighbour-gradient-code", "the same with the official code's measure (norm of the task-mean "
+              "gradient of the summed output; 'other' = every token but itself, per token; final ratio)", "Fig. 5", COPY,
+              lambda r: r[COPY]["softmax.code_neighbour_over_others_final_median"], ">", 3.0,
+              "the factor 3 of copy-neighbour-gradient, on the quantity the authors' Fig. 5 plots (their analyse_copy); "
+              "median seed"),
         Claim("copy-gradient-first", "the first layer's output becomes notably dependent on the neighbour before "
               "the loss jumps (step where the neighbour gradient first reaches 3x the others' / step where the "
               "loss is halfway down to GD)", "Fig. 5", COPY,

@@ -61,17 +61,70 @@ def eval_every(ctx: ExperimentContext, steps: int, points: int) -> int:
     return steps if ctx.mode == "smoke" else max(steps // points, 1)
 
 
+#: what every experiment of source 001 does differently from the post, each with its reason
+BLOG_DEVIATIONS = (
+    "the post's code is not public: its LSAs train with source 000's code's set-up (`authors_setup`: AdamW "
+    "b2 0.98, lr 1e-3, batch 2048, clip 0.001 up to 2 layers); the post states Adam, batch 2048 and lr 1e-4 "
+    "(its draft only). Reason: the set-up of the study it replicates.",
+    "Dx = N = 10 throughout; the post's learning-curve and scaling figures are at D = 5 (their zero level "
+    "0.832 and GD / zero ratios fit D = 5 only). Reason: the claims' numbers are ratios; D = 10 is source "
+    "000's.",
+)
+
+#: haiku's truncated-normal VarianceScaling divides its std by this (the std of a unit normal truncated at +-2),
+#: so that the truncated draw has the std asked for; torch's trunc_normal_ does not (`icgd.nn.attention`)
+HAIKU_TRUNCATION = 0.87962566103423978
+
+
+def authors_setup(n_layers: int) -> dict[str, Any]:
+    """Source 000's training set-up for an LSA stack of `n_layers` layers, as its code trains every linear
+    figure (google-research/self-organising-systems 3d5547c, transformers_learn_icl_by_gd; CTS =
+    constructed_token_setup.ipynb, line of the raw file):
+
+    - Adam with decoupled weight decay 0, b1 0.9, b2 0.98 (src/config.py:22-23, 85; passed at src/train.py:
+      292-296). The eps is optax's default 1e-8: `config.adam_eps` (1e-9, src/config.py:24) is never passed.
+    - learning rate 1e-3, 5e-4 above 3 layers (CTS:150); global gradient-norm clip 0.001 up to 2 layers, 10
+      above (CTS:148); token clipping at +-10 above 3 layers (CTS:157, src/transformer.py:196-199).
+    - attention init VarianceScaling(0.002 / layers), fan-in, truncated normal (CTS:153, src/transformer.py:
+      246): the same std as ours at init_scale 0.002 / layers / 0.8796^2 (`HAIKU_TRUNCATION`).
+    - batch 2048 of fresh tasks (CTS:154); each seed draws its own task stream as well as its own init
+      (src/train.py:280-281, CTS:552-554): data "per_seed".
+    """
+    return {"optim": {"name": "adamw", "lr": 5e-4 if n_layers > 3 else 1e-3, "beta1": 0.9, "beta2": 0.98,
+                      "eps": 1e-8, "weight_decay": 0.0, "grad_clip": 10.0 if n_layers > 2 else 0.001},
+            "model": {"init_scale": 0.002 / n_layers / HAIKU_TRUNCATION ** 2} | ({"clip": 10.0} if n_layers > 3 else {}),
+            "batch_size": 2048, "data": "per_seed"}
+
+
+#: source 000's training steps (CTS:130): 5000 for one layer or a recurrent stack, 50000 for separate layers
+STEPS_RECURRENT, STEPS_SEPARATE = 5000, 50_000
+
+
+def authors_steps(model: dict[str, Any]) -> int:
+    """Source 000's training steps for `model` (`STEPS_RECURRENT` or `STEPS_SEPARATE`)."""
+    return STEPS_RECURRENT if model.get("recurrent") or int(model.get("n_layers", 1)) == 1 else STEPS_SEPARATE
+
+
 def train_config(ctx: ExperimentContext, name: str, model: dict[str, Any], steps: tuple[int, int],
-                 lr: float = 1e-3, input_range: float = 1.0, reference: str = "gd", **extra: Any) -> TrainConfig:
-    """The SPEC 1 training set-up (batch 2048 of fresh tasks, Adam); steps = (quick, full)."""
+                 lr: float | None = None, input_range: float = 1.0, reference: str = "gd", **extra: Any
+                 ) -> TrainConfig:
+    """Source 000's code's training set-up (`authors_setup` for the model's depth) for `model`; steps =
+    (quick, full); `lr` overrides the set-up's learning rate, `extra` any top-level key (a dict is merged)."""
     n = Size(*steps, smoke=4).of(ctx.mode)
-    raw = {"name": name, "task": {"input_range": input_range}, "model": model, "optim": {"lr": lr},
-           "steps": n, "seeds": ctx.seeds, "checkpoint_every": 500,
+    setup = authors_setup(int(model.get("n_layers", 1)))
+    optim = setup["optim"] | ({"lr": lr} if lr is not None else {})
+    raw = {"name": name, "task": {"input_range": input_range}, "model": setup["model"] | model, "optim": optim,
+           "steps": n, "seeds": ctx.seeds, "checkpoint_every": 500, "batch_size": setup["batch_size"],
+           "data": setup["data"],
            "eval": {"every": eval_every(ctx, n, 40), "n_tasks": size(ctx, CURVE_TASKS), "reference": reference,
-                    "alignment_tasks": size(ctx, CURVE_ALIGN_TASKS)}} | extra
+                    "alignment_tasks": size(ctx, CURVE_ALIGN_TASKS)}}
+    for key, value in extra.items():
+        raw[key] = raw[key] | value if isinstance(value, dict) and isinstance(raw.get(key), dict) else value
     if ctx.mode == "smoke":
         raw["eval"]["n_tune"] = size(ctx, TUNE_TASKS)
-        raw.setdefault("batch_size", 64)
+        raw["batch_size"] = min(raw["batch_size"], 64)
+        if raw.get("train_set_size") is not None:
+            raw["train_set_size"] = max(raw["train_set_size"], raw["batch_size"])
     return build_config(raw)
 
 

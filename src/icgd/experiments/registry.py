@@ -37,6 +37,12 @@ class Experiment:
     #: --workers` trains side by side before the experiments run; `ExperimentContext.train` refuses a
     #: model that is not declared, so the declaration cannot drift from what the experiment trains
     models: Callable[["ExperimentContext"], dict[str, TrainConfig]] | None = None
+    #: whether `icgd verify --workers` may train the declared models ahead (False for an experiment that measures
+    #: its models during training, `ExperimentContext.train_tracked`: it must train them itself)
+    pretrain: bool = True
+    #: every remaining difference from the authors' set-up, each with its reason (results.json "deviations",
+    #: report.md, `icgd reproduce --plan`)
+    deviations: tuple[str, ...] = ()
 
     def seeds(self, mode: Mode, seeds: list[int] | None = None) -> list[int]:
         """The seeds this experiment runs with: `seeds` (checked) or its default for `mode`."""
@@ -57,12 +63,15 @@ REGISTRY: dict[str, Experiment] = {}
 
 def register(name: str, description: str, source: str, quick_minutes: float, full_minutes: float,
              n_seeds: dict[str, int] | None = None,
-             models: Callable[["ExperimentContext"], dict[str, TrainConfig]] | None = None):
-    """Decorator registering `fn(ctx)` as experiment `name` (n_seeds, models: see `Experiment`)."""
+             models: Callable[["ExperimentContext"], dict[str, TrainConfig]] | None = None, pretrain: bool = True,
+             deviations: tuple[str, ...] = ()):
+    """Decorator registering `fn(ctx)` as experiment `name` (n_seeds, models, pretrain, deviations: see
+    `Experiment`)."""
     def deco(fn: Callable[["ExperimentContext"], None]) -> Callable[["ExperimentContext"], None]:
         if name in REGISTRY:
             raise ValueError(f"experiment {name!r} registered twice")
-        REGISTRY[name] = Experiment(name, description, source, quick_minutes, full_minutes, fn, n_seeds, models)
+        REGISTRY[name] = Experiment(name, description, source, quick_minutes, full_minutes, fn, n_seeds, models,
+                                    pretrain, tuple(deviations))
         return fn
     return deco
 
@@ -83,6 +92,8 @@ class ExperimentContext:
     report_lines: list[str] = field(default_factory=list)
     #: the experiment's declared models (`Experiment.models`), or None when it declares none
     declared: dict[str, TrainConfig] | None = None
+    #: make the output and cache directories (False: a context only to resolve configs, `icgd reproduce --plan`)
+    create: bool = True
 
     @property
     def quick(self) -> bool:
@@ -92,17 +103,14 @@ class ExperimentContext:
     def __post_init__(self) -> None:
         if self.mode not in ("smoke", "quick", "full"):
             raise ValueError(f"mode must be smoke, quick or full, got {self.mode!r}")
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.cache.mkdir(parents=True, exist_ok=True)
+        if self.create:
+            self.out.mkdir(parents=True, exist_ok=True)
+            self.cache.mkdir(parents=True, exist_ok=True)
 
     # ----------------------------------------------------------------------------- trained models
     def train(self, label: str, config: TrainConfig) -> TrainResult:
         """Train (or reuse, or resume) `config`; cached under cache/<label>-<hash of the config>."""
-        run = self._run_dir(label, config)
-        if self.declared is not None and (label not in self.declared
-                                          or self._run_dir(label, self.declared[label]) != run):
-            raise RuntimeError(f"model {label!r} is not among the models the experiment declares "
-                               f"({', '.join(self.declared) or 'none'}) with this config: declare it in register(models=...)")
+        run = self._checked_run_dir(label, config)
         if completed(run):
             with section("load cached model", config.name):
                 return load_run(run)
@@ -117,7 +125,7 @@ class ExperimentContext:
         The segments are checkpoint + exact resume, so the final weights are those of an uninterrupted run;
         the measurements are cached in the run directory (track.json) and the run resumes after a crash.
         """
-        run = self._run_dir(label, config)
+        run = self._checked_run_dir(label, config)
         track_file = run / "track.json"
         track: list[dict[str, Any]] = json.loads(track_file.read_text()) if track_file.is_file() else []
         if not track or not (run / "config.yaml").is_file():
@@ -137,6 +145,15 @@ class ExperimentContext:
     def run_dir(self, label: str, config: TrainConfig) -> Path:
         """Where `train(label, config)` caches the model."""
         return self._run_dir(label, config)
+
+    def _checked_run_dir(self, label: str, config: TrainConfig) -> Path:
+        """`_run_dir`, refusing a model that the experiment does not declare with this config."""
+        run = self._run_dir(label, config)
+        if self.declared is not None and (label not in self.declared
+                                          or self._run_dir(label, self.declared[label]) != run):
+            raise RuntimeError(f"model {label!r} is not among the models the experiment declares "
+                               f"({', '.join(self.declared) or 'none'}) with this config: declare it in register(models=...)")
+        return run
 
     def _run_dir(self, label: str, config: TrainConfig) -> Path:
         return self.cache / f"{label}-{config_fingerprint(config, self.device)}"

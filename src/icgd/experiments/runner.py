@@ -10,7 +10,13 @@ import torch
 
 from icgd.core.io import write_json, write_text
 from icgd.experiments import blog, categorical, dai, oswald  # noqa: F401  (importing registers their experiments)
-from icgd.experiments.registry import REGISTRY, Experiment, ExperimentContext, mode_of
+from icgd.experiments.registry import (
+    REGISTRY,
+    Experiment,
+    ExperimentContext,
+    Mode,
+    mode_of,
+)
 from icgd.results.tables import ExperimentResults
 
 
@@ -46,8 +52,32 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
     exp.fn(ctx)
     seconds = time.perf_counter() - t0
     ctx.results["seconds"] = round(seconds, 1)
+    ctx.results["deviations"] = list(exp.deviations)
     write_json(out / "results.json", ctx.results)
     header = [f"# {exp.name}: {exp.description}", "", f"Source: {exp.source}. Mode: {mode}; "
               f"seeds {ctx.seeds}; {seconds:.0f} s.", "", "| the paper | measured here |", "|---|---|"]
-    write_text(out / "report.md", "\n".join(header + ctx.report_lines) + "\n")
+    footer = ["", "## Deviations from the authors' set-up", ""] + [f"- {d}" for d in exp.deviations] \
+        if exp.deviations else []
+    write_text(out / "report.md", "\n".join(header + ctx.report_lines + footer) + "\n")
     return ExperimentResults(ctx.results, out)
+
+
+def plan_experiment(name: str, mode: Mode = "full", seeds: list[int] | None = None, device: str = "cpu",
+                    options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What `run_experiment` would train, without training anything or writing a file (`icgd reproduce EXP
+    --plan`): {"experiment", "mode", "seeds", "models": [{"name", "config"}]}, each config the model's full
+    resolved training config (the task included), as `icgd train` accepts it. "models" is None for an
+    experiment that declares none (it trains nothing, or only what it decides while it runs: "note" says)."""
+    if mode == "smoke":
+        raise ValueError("--plan shows the quick or the full set-up; smoke mode's numbers mean nothing")
+    exp = get_experiment(name)
+    ctx = ExperimentContext(Path("plan"), Path("plan"), mode, exp.seeds(mode, seeds), device, True,
+                            dict(options or {}), create=False)
+    plan: dict[str, Any] = {"experiment": exp.name, "mode": mode, "seeds": ctx.seeds, "source": exp.source,
+                            "deviations": list(exp.deviations)}
+    if exp.models is None:
+        return plan | {"models": None, "note": "this experiment declares no models ahead: it trains none (it loads a "
+                                                "pretrained model), or decides what to train while it runs"}
+    plan["models"] = [{"name": label, "config": config.model_dump(mode="json")}
+                      for label, config in exp.models(ctx).items()]
+    return plan

@@ -1,11 +1,22 @@
 """The claims table of a verify report ({"claims": [...], "mode", "seconds"}) for people: as Markdown
 (`format_markdown`, what claims.md holds), as plain text (`format_report`) and drawn by rich on a terminal
-(`print_claims`: PASS green, FAIL red; the plain text byte for byte otherwise: pipes, files, logs)."""
+(`print_claims`: PASS green, FAIL red; the plain text byte for byte otherwise: pipes, files, logs). Each shows
+the authors' own value of the measure beside the measured one ("authors"; "-" where none exists)."""
 
 from __future__ import annotations
 
 import sys
 from typing import IO, Any
+
+
+def authors(c: dict[str, Any]) -> str:
+    """The claim's reference (the authors' value) as printed: '0.2065', '0.75 +- 0.05' for a figure read by
+    eye, '-' where none exists (or the report predates references)."""
+    ref = c.get("reference")
+    if ref is None:
+        return "-"
+    precision = c.get("reference_precision") or 0
+    return f"{ref:.4g}" + (f" +- {precision:.2g}" if precision else "")
 
 
 def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
@@ -23,7 +34,7 @@ def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
 
     table = Table(header_style="bold", show_lines=False, expand=False)
     for name, kw in (("claim", {"ratio": 1, "overflow": "fold"}), ("source", {}), ("measured", {"justify": "right"}),
-                     ("threshold", {"no_wrap": True}), ("result", {"no_wrap": True})):
+                     ("authors", {"justify": "right", "no_wrap": True}), ("threshold", {"no_wrap": True}), ("result", {"no_wrap": True})):
         table.add_column(name, **kw)
     for c in report["claims"]:
         claim = Text()
@@ -32,7 +43,8 @@ def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
             claim.append(" [stricter]", style="magenta")
         claim.append(f": {c['claim']}")
         result = Text("PASS", style="bold green") if c["passed"] else Text("FAIL", style="bold red")
-        table.add_row(claim, Text(str(c["source"])), Text(f"{c['measured']:.4g}"), Text(str(c["threshold"])), result)
+        table.add_row(claim, Text(str(c["source"])), Text(f"{c['measured']:.4g}"), Text(authors(c)),
+                      Text(str(c["threshold"])), result)
     console.print(table)
     n_pass = sum(bool(c["passed"]) for c in report["claims"])
     mode = report.get("mode", "quick" if report.get("quick") else "full")
@@ -45,26 +57,27 @@ def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
 
 
 def format_markdown(report: dict[str, Any]) -> str:
-    """The report as a Markdown table (`id`: claim, source, measured, threshold, result; FAIL in bold)."""
-    lines = ["| claim | source | measured | threshold | result |", "|---|---|---|---|---|"]
+    """The report as a Markdown table (`id`: claim, source, measured, authors, threshold, result; FAIL in
+    bold)."""
+    lines = ["| claim | source | measured | authors | threshold | result |", "|---|---|---|---|---|---|"]
     for c in report["claims"]:
         name = f"`{c['id']}`: {c['claim']}" if c.get("id") else c["claim"]
         cells = [name + (" (stricter check)" if c.get("role") == "stricter" else ""), c["source"],
-                 f"{c['measured']:.4g}", c["threshold"],
+                 f"{c['measured']:.4g}", authors(c), c["threshold"],
                  "PASS" if c["passed"] else "**FAIL**"]
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def format_report(report: dict[str, Any]) -> str:
-    rows = [("claim", "source", "measured", "threshold", "result")]
+    rows = [("claim", "source", "measured", "authors", "threshold", "result")]
     for c in report["claims"]:
         strict = " [stricter]" if c.get("role") == "stricter" else ""
-        rows.append((f"{c['id']}{strict}: {c['claim']}", c["source"], f"{c['measured']:.4g}", c["threshold"],
-                     "PASS" if c["passed"] else "FAIL"))
-    widths = [min(max(len(r[i]) for r in rows), 90) for i in range(5)]
+        rows.append((f"{c['id']}{strict}: {c['claim']}", c["source"], f"{c['measured']:.4g}", authors(c),
+                     c["threshold"], "PASS" if c["passed"] else "FAIL"))
+    widths = [min(max(len(r[i]) for r in rows), 90) for i in range(6)]
     lines = ["  ".join(str(v)[:w].ljust(w) for v, w in zip(r, widths)) for r in rows]
     n_pass = sum(c["passed"] for c in report["claims"])
     lines.append(f"\n{n_pass} passed, {len(report['claims']) - n_pass} failed "
-                 f"({report.get('mode', 'quick' if report['quick'] else 'full')} mode, {report['seconds']} s)")
+                 f"({report.get('mode') or ('quick' if report.get('quick') else 'full')} mode, {report['seconds']} s)")
     return "\n".join(lines)

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: the columns of `claims_frame`, in order
-CLAIM_COLUMNS = ["suite", "mode", "id", "claim", "source", "experiment", "role", "measured", "op", "threshold",
-                 "passed", "why", "note"]
+CLAIM_COLUMNS = ["suite", "mode", "id", "claim", "source", "experiment", "role", "measured", "reference",
+                 "reference_source", "op", "threshold", "passed", "why", "note"]
 
 
 class TableError(ValueError):
@@ -36,7 +36,8 @@ def _read_json(path: Path, what: str) -> Any:
 
 def claims_frame(report: Mapping[str, Any] | str | Path) -> "pd.DataFrame":
     """One row per claim of an `icgd verify` report (the dict, or a directory holding claims.json): suite,
-    mode, id, claim, source, experiment, role, measured (float; NaN when not measured), op ("<", ...),
+    mode, id, claim, source, experiment, role, measured (float; NaN when not measured), reference (the authors'
+    value of the measure, float; NaN where none exists), reference_source (where it was read), op ("<", ...),
     threshold (float), passed (bool), why, note ("" when none)."""
     import pandas as pd
 
@@ -50,7 +51,8 @@ def claims_frame(report: Mapping[str, Any] | str | Path) -> "pd.DataFrame":
         op, _, value = str(c.get("threshold", "")).partition(" ")
         rows.append({"suite": report.get("suite"), "mode": mode, "id": c.get("id"), "claim": c.get("claim"),
                      "source": c.get("source"), "experiment": c.get("experiment"), "role": c.get("role", "source"),
-                     "measured": _float(c.get("measured")), "op": op, "threshold": _float(value),
+                     "measured": _float(c.get("measured")), "reference": _float(c.get("reference")),
+                     "reference_source": c.get("reference_source"), "op": op, "threshold": _float(value),
                      "passed": bool(c.get("passed")), "why": c.get("why", ""), "note": c.get("note", "")})
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 

@@ -16,6 +16,7 @@ from icgd.analysis.readoff import (
 )
 from icgd.experiments.blog.keys import DAMPING_MEDIAN
 from icgd.experiments.common import (
+    BLOG_DEVIATIONS,
     eval_tasks,
     median,
     one_layer_model,
@@ -36,7 +37,8 @@ REPEATS = 50
 
 
 @register("blog-dampening", "a trained layer applied 50 times with dampening 0.7 vs GD with eta * 0.7",
-          "source 001, 'How about multiple layers?'", quick_minutes=0.5, full_minutes=1.0, models=one_layer_model)
+          "source 001, 'How about multiple layers?'", quick_minutes=0.5, full_minutes=1.0, models=one_layer_model,
+          deviations=BLOG_DEVIATIONS + ("the median of 5 seeds; the post shows one model.",))
 def dampening(ctx: ExperimentContext) -> None:
     """Per task: loss after each application. A task whose loss overflows at any application (not finite,
     or above `divergence_cap`) counts as diverged; curves average the tasks on which neither the TF nor GD

@@ -21,6 +21,7 @@ from icgd.experiments.blog.keys import (
     TF_ETA_ERROR,
 )
 from icgd.experiments.common import (
+    BLOG_DEVIATIONS,
     Size,
     median,
     one_layer_model,
@@ -53,7 +54,8 @@ def mean_ci(values: list[float]) -> tuple[float, float, float]:
 # --------------------------------------------------------------------------------- learning rate
 @register("blog-eta", "analytic optimal eta of one GD step vs line search: values, CIs, times, loss vs eta",
           "source 001, 'Analysis on the learning rate'", quick_minutes=0.5, full_minutes=2.0,
-          models=lambda ctx: one_layer_model(ctx, 1.0) | one_layer_model(ctx, 0.5))
+          models=lambda ctx: one_layer_model(ctx, 1.0) | one_layer_model(ctx, 0.5), deviations=BLOG_DEVIATIONS + (
+              "timings on the CPU; the post's are JAX on a GPU.",))
 def eta(ctx: ExperimentContext) -> None:
     """Each repetition draws 10,000 fresh tasks and computes eta both ways on them, timed; the CI of each
     value is the 95% t-interval over the repetitions (the analytic value also has its delta-method CI)."""

@@ -11,6 +11,7 @@ from icgd.experiments.blog.keys import (
     TF_OVER_ZERO_N10,
 )
 from icgd.experiments.common import (
+    BLOG_DEVIATIONS,
     eval_tasks,
     median,
     one_layer_model,
@@ -68,7 +69,9 @@ def depth_run(ctx: ExperimentContext, k: int):
 
 
 @register("blog-scaling", "test loss of trained LSA models vs context size N and vs depth, beside GD",
-          "source 001, 'Pre-training setup' figure", quick_minutes=4.5, full_minutes=40.0, models=_scaling_models)
+          "source 001, 'Pre-training setup' figure", quick_minutes=4.5, full_minutes=40.0, models=_scaling_models,
+          deviations=BLOG_DEVIATIONS + ("context sizes N = 5, 10, 20, 40 and depths 1-4; the post sweeps C = 2 to 98 "
+                                        "and depths 1-5. Reason: CPU time.",))
 def scaling(ctx: ExperimentContext) -> None:
     """Context: one 1-layer LSA trained at each N and evaluated at its N, and the N = 10 model evaluated at
     every N (its weights hold P ~ eta / 10: no rescaling with N). Depth: separate-layer stacks of 1-4

@@ -117,11 +117,29 @@ def _first_crossing(steps: list[int], values: list[float], level: float, below: 
     return steps[-1] + 1
 
 
+#: training steps of the copying models
+COPY_STEPS = Size(quick=3000, full=12_000, smoke=4)
+
+
+def _copy_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+    """The softmax-first model and its linear-first control."""
+    n_steps = size(ctx, COPY_STEPS)
+    return {f"copy-{first}": copy_config(ctx, first, n_steps) for first in ("softmax", "linear")}
+
+
 @register("oswald-copy", "interleaved tokens: a softmax layer learns to copy y next to x, then a linear layer "
           "does GD; first-layer token gradients over training; linear first layer as control (Fig. 5)",
-          "source 000, sec. 4, Fig. 5, Prop. 3, A.5", quick_minutes=5.0, full_minutes=35.0)
+          "source 000, sec. 4, Fig. 5, Prop. 3, A.5", quick_minutes=5.0, full_minutes=35.0, models=_copy_models,
+          pretrain=False, deviations=(
+              "tokens [x; y; one-hot position] with y in its own slot and every token a key, the query too; the "
+              "code concatenates a sinusoidal position code to 10-dim tokens with y in x's last slot and keeps "
+              "the query out of the keys (normal_token_construct.ipynb cells 4, 7-9; src/data.py:165-194). "
+              "Reason: not yet ported (issue 33).",
+              "x ~ U(-1, 1), batch 512, 3000 / 12,000 steps, Adam b2 0.999; the code: U(-0.5, 0.5), AdamW b2 0.98, "
+              "clip 10, batch 2048, 10,000 steps. Reason: as above.",
+              "every seed sees the same task stream (not yet per seed). Reason: as above."))
 def copy(ctx: ExperimentContext) -> None:
-    n_steps = size(ctx, Size(quick=3000, full=12_000, smoke=4))
+    n_steps = size(ctx, COPY_STEPS)
     task = LinearRegression(dx=10, n_context=10)
     probe = task.sample(size(ctx, COPY_PROBE_TASKS), make_generator(NONLINEAR_EVAL_SEED + 2), dtype=torch.float64)
     ev = eval_tasks(ctx, task, NONLINEAR_EVAL_SEED + 3)
@@ -133,7 +151,7 @@ def copy(ctx: ExperimentContext) -> None:
     fig, axes = subplots(3, width=3.9, height=3.1)
     rows, summary = [], {}
     for first, color in (("softmax", COLORS["tf"]), ("linear", COLORS["other"])):
-        cfg = copy_config(ctx, first, n_steps)
+        cfg = _copy_models(ctx)[f"copy-{first}"]
 
         def measure(res: TrainResult) -> dict[str, float]:
             out = {}

@@ -41,6 +41,7 @@ FIXED_MIN_COSINE = "min_cosine_median_size_ge_512"
 # ---- the sine and copy studies
 SINE_MEDIAN = "{measure}_median"  # oswald-sine: tf_loss, initial_function_distance, final_function_distance, ...
 SINE_LOSS_RATIO_MAX = "loss_ratio_max"
+SINE_TF_OVER_CONTROL = "tf_over_control_loss_{stat}"  # median or max over seeds
 ZERO_LOSS = "zero_loss"  # oswald-sine and oswald-copy
 COPY_LOSS_OVER_GD1 = "{first}.loss_over_gd1_median"  # oswald-copy, first softmax or linear
 COPY_NEIGHBOUR_RATIO = "{first}.neighbour_over_others_final_median"

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from icgd.experiments.common import (
+    STEPS_RECURRENT,
     curves,
     train_config,
 )
 from icgd.experiments.oswald.keys import SLOWEST_TRANSITION, TRANSITION_SPREAD
+from icgd.experiments.oswald.shared import LINEAR_DEVIATIONS
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.results.figures import COLORS, subplots
 from icgd.train.config import TrainConfig
@@ -25,7 +27,7 @@ def _phase_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
     """1 and 2 heads, evaluated every 25 steps."""
     out = {}
     for heads in (1, 2):
-        cfg = train_config(ctx, f"phase-h{heads}", {"n_layers": 1, "n_heads": heads}, (1500, 3000))
+        cfg = train_config(ctx, f"phase-h{heads}", {"n_layers": 1, "n_heads": heads}, (1500, STEPS_RECURRENT))
         out[f"phase-h{heads}"] = cfg.model_copy(update={"seeds": ctx.seeds,
                                                        "eval": cfg.eval.model_copy(update={"every": 25})})
     return out
@@ -33,7 +35,8 @@ def _phase_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 
 @register("oswald-phase", "seed-dependent phase transitions of training, 1 vs 2 heads (Fig. 15)",
           "source 000, A.11, Fig. 15", quick_minutes=1.5, full_minutes=4.0,
-          n_seeds={"smoke": 2, "quick": 4, "full": 8}, models=_phase_models)
+          n_seeds={"smoke": 2, "quick": 4, "full": 8}, models=_phase_models,
+          deviations=LINEAR_DEVIATIONS)
 def phase(ctx: ExperimentContext) -> None:
     """Seeds: 4 (quick) or 8 (full) by default, as the paper's figure compares many seeds' transitions."""
     seeds = ctx.seeds

@@ -29,6 +29,7 @@ from icgd.experiments.oswald.keys import (
     REPEAT_SWEEP_LOWERING,
     REPEAT_Y_RATIO_MEDIAN,
 )
+from icgd.experiments.oswald.shared import LINEAR_DEVIATIONS
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.tuning import tune_gd
 from icgd.results.figures import COLORS, band, subplots
@@ -93,7 +94,7 @@ def _repeat_rows(lam: float, update: str, seeds: list[int], tf: list[list[tuple[
 
 @register("oswald-repeat", "the trained layer and GD applied 50 times with dampening lambda (Fig. 1, 10)",
           "source 000, A.6, Fig. 1, Fig. 10; source 001", quick_minutes=0.3, full_minutes=2.0,
-          models=one_layer_model)
+          models=one_layer_model, deviations=LINEAR_DEVIATIONS)
 def repeat(ctx: ExperimentContext) -> None:
     """Loss after each application, averaged over tasks; a task whose loss overflows counts as diverged
     (the mean over all tasks is then infinite; the curves show the mean over the other tasks)."""

@@ -20,7 +20,12 @@ from icgd.experiments.common import (
     seed_learners,
     size,
 )
-from icgd.experiments.oswald.keys import SINE_LOSS_RATIO_MAX, SINE_MEDIAN, ZERO_LOSS
+from icgd.experiments.oswald.keys import (
+    SINE_LOSS_RATIO_MAX,
+    SINE_MEDIAN,
+    SINE_TF_OVER_CONTROL,
+    ZERO_LOSS,
+)
 from icgd.experiments.oswald.shared import NONLINEAR_EVAL_SEED
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.explicit import ZeroPredictor
@@ -80,7 +85,14 @@ def _sine_models(ctx: ExperimentContext, code: bool = False) -> dict[str, TrainC
 
 @register("oswald-sine", "sine waves: embedding + MLP + LSA vs the same with a GD layer on the MLP features "
           "(Fig. 4)", "source 000, sec. 3, Fig. 4, A.7-A.8", quick_minutes=8.0, full_minutes=40.0,
-          models=_sine_models)
+          models=_sine_models, deviations=(
+              "the paper text's task family (A ~ U(0.1, 5), phase ~ U(0, pi), independent), batch 256, 2500 / "
+              "10,000 steps; the figure's code draws A ~ U(0.1, 0.5) with the phase tied to it, batch 2048, 20,000 "
+              "steps (src/data.py:103-105; non_linear_regression.ipynb cell 3). Reason: the code's set-up is "
+              "oswald-sine-code, heavy on a CPU.",
+              "the control learns its eta and starts from the TF's init, as A.7 says; the code fixes eta at 0.1 and "
+              "trains it once from PRNGKey(10) (src/train.py:522-579). Reason: the text's variant; the code's is "
+              "oswald-sine-code.",))
 def sine(ctx: ExperimentContext) -> None:
     _sine_study(ctx, code=False)
 
@@ -88,7 +100,8 @@ def sine(ctx: ExperimentContext) -> None:
 @register("oswald-sine-code", "the sine study in the official code's set-up: A ~ U(0.1, 0.5) with a coupled "
           "phase, batch 2048, 20,000 steps, small init, the control's eta fixed at 0.1 (Fig. 4)",
           "source 000, Fig. 4; self-organising-systems non_linear_regression.ipynb", quick_minutes=60.0,
-          full_minutes=1440.0, models=lambda ctx: _sine_models(ctx, code=True))
+          full_minutes=1440.0, models=lambda ctx: _sine_models(ctx, code=True), deviations=(
+              "torch instead of JAX and haiku: the same laws, other random streams.",))
 def sine_code(ctx: ExperimentContext) -> None:
     """The official set-up is heavy on a CPU (batch 2048, generic training path): 0.48 s per seed-step for the
     TF and 0.23 s for the control, measured on the 2-core machine while two other jobs ran, so about an hour
@@ -129,6 +142,8 @@ def _sine_study(ctx: ExperimentContext, code: bool) -> None:
     ctx.result(SINE_LOSS_RATIO_MAX, max(max(r["tf_loss"] / r["gd_loss"], r["gd_loss"] / r["tf_loss"]) for r in rows))
     ctx.result("loss_ratio_median", median([max(r["tf_loss"] / r["gd_loss"], r["gd_loss"] / r["tf_loss"])
                                           for r in rows]))
+    ctx.result(SINE_TF_OVER_CONTROL.format(stat="median"), median([r["tf_loss"] / r["gd_loss"] for r in rows]))
+    ctx.result(SINE_TF_OVER_CONTROL.format(stat="max"), max(r["tf_loss"] / r["gd_loss"] for r in rows))
     ctx.result(ZERO_LOSS, zero)
     ctx.result("query_y_rms", _rms(ev.query_y))
     _sine_figures(ctx, tf_run, gd_run, on_grid)

@@ -10,6 +10,7 @@ from icgd.core.metrics import alignment, evaluate
 from icgd.experiments.common import (
     ALIGN_TASKS,
     EVAL_SEED,
+    authors_steps,
     curve_tasks,
     curves,
     eval_tasks,
@@ -30,7 +31,12 @@ from icgd.experiments.oswald.keys import (
     SOFTMAX_LOSS_OVER_GD,
     SOFTMAX_LR_SPREAD,
 )
-from icgd.experiments.oswald.shared import OOD_ALPHAS, OOD_FAMILIES, OOD_TASKS
+from icgd.experiments.oswald.shared import (
+    LINEAR_DEVIATIONS,
+    OOD_ALPHAS,
+    OOD_FAMILIES,
+    OOD_TASKS,
+)
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.tuning import tune_gd
 from icgd.nn.attention import attention_products
@@ -60,12 +66,16 @@ _SOFTMAX_LRS = {"softmax1-lr3e-4": 3e-4, "softmax1-lr3e-3": 3e-3}
 
 def _softmax_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
     """The A.9 models, and the 1-layer LSA (the LayerNorm OOD comparison)."""
-    return {key: train_config(ctx, key, _SOFTMAX_VARIANTS[name], (2000, 8000), lr=_SOFTMAX_LRS.get(key, 1e-3))
+    return {key: train_config(ctx, key, _SOFTMAX_VARIANTS[name], (2000, authors_steps(_SOFTMAX_VARIANTS[name])),
+                              lr=_SOFTMAX_LRS.get(key))
             for name, key in _SOFTMAX_KEYS.items()} | one_layer_model(ctx)
 
 
 @register("oswald-softmax", "softmax attention with 1 and 2 heads, and LayerNorm, vs one GD step "
-          "(Fig. 11, 12, 14)", "source 000, A.9", quick_minutes=2.0, full_minutes=9.5, models=_softmax_models)
+          "(Fig. 11, 12, 14)", "source 000, A.9", quick_minutes=2.0, full_minutes=9.5, models=_softmax_models,
+          deviations=LINEAR_DEVIATIONS + (
+              "the softmax temperature is learnt (absorbed by W_Q); the code fixes 1/sqrt(11) (src/attn.py:176-178). "
+              "Reason: equivalent up to a rescaling of W_Q that training finds.",))
 def softmax_layernorm(ctx: ExperimentContext) -> None:
     variants, keys, configs = _SOFTMAX_VARIANTS, _SOFTMAX_KEYS, _softmax_models(ctx)
     fig, axes = subplots(2)

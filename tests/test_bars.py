@@ -1,0 +1,98 @@
+"""Every bar tightened for issue 33 fails a deliberately wrong learner that the bar before it let pass (and
+passes the right one), measured on real tasks with the claim's own measure."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from icgd.analysis.readoff import gd_products
+from icgd.claims import runner  # noqa: F401  (registers every suite)
+from icgd.claims.base import SUITES, Claim
+from icgd.core.episodes import make_generator
+from icgd.core.metrics import evaluate
+from icgd.experiments.oswald import keys as X
+from icgd.experiments.oswald.one_layer import matrix_relative_error
+from icgd.learners.explicit import ZeroPredictor
+from icgd.learners.tuning import tune_gd, tune_gdpp
+from icgd.tasks import LinearRegression
+
+
+def _claim(suite: str, cid: str) -> Claim:
+    return next(c for c in SUITES[suite]() if c.id == cid)
+
+
+def _tasks(n: int, seed: int, **kw):
+    return LinearRegression(dx=10, n_context=10, **kw).sample(n, make_generator(seed), dtype=torch.float64)
+
+
+class Mixture:
+    """A deliberately wrong learner: a * (one learner's prediction) + (1 - a) * (another's)."""
+
+    def __init__(self, a: float, first, second) -> None:
+        self.a, self.first, self.second = a, first, second
+
+    def predict(self, ep):
+        return self.a * self.first.predict(ep) + (1 - self.a) * self.second.predict(ep)
+
+
+def _pd(learner, ref, ep) -> float:
+    """The prediction difference of `icgd.core.metrics.alignment`: mean over tasks of the query-mean norm."""
+    with torch.no_grad():
+        return float((learner.predict(ep) - ref.predict(ep)).norm(dim=-1).mean())
+
+
+def test_copy_reaches_gd1_fails_two_gd_steps_and_an_untrained_model():
+    new = _claim("oswald-copy", "copy-reaches-gd1")
+    tune, ev = _tasks(2000, 0), _tasks(2000, 1)
+    gd1 = evaluate(tune_gd(tune, 1), ev).mean
+    ratio = {"gd1": 1.0, "gd2": evaluate(tune_gd(tune, 2), ev).mean / gd1,
+             "untrained": evaluate(ZeroPredictor(), ev).mean / gd1}
+    holds = {k: new.holds(new.measure({"oswald-copy": {X.COPY_LOSS_OVER_GD1.format(first="softmax"): v}}))
+             for k, v in ratio.items()}
+    assert holds == {"gd1": True, "gd2": False, "untrained": False}, ratio
+    assert ratio["gd2"] < 1.05  # the bar before (loss / GD1 < 1.05) passed two GD steps
+
+
+@pytest.mark.parametrize("suite, cid, steps", [("oswald", "five-matches-gdpp", 3),
+                                                ("oswald", "depths-closer-to-gdpp", 2)])
+def test_well_described_by_gdpp_fails_a_learner_between_gd_and_gdpp(suite, cid, steps):
+    claim = _claim(suite, cid)
+    tune, ev = _tasks(500, 2), _tasks(500, 3)
+    gd, gdpp = tune_gd(tune, steps), tune_gdpp(tune, steps)
+
+    def measured(learner) -> float:
+        to_gd = _pd(learner, gd, ev)
+        ratio = _pd(learner, gdpp, ev) / to_gd if to_gd > 0 else float("inf")
+        return claim.measure({"oswald-deep": {X.DEEP_MEDIAN.format(tag="five", measure="pd_gdpp"): ratio,
+                                              X.DEEP_MEDIAN.format(tag="five", measure="pd_gd"): 1.0},
+                              "oswald-depth": {X.DEPTH_MAX_PD_RATIO: ratio}})
+
+    leaning = measured(Mixture(0.4, gd, gdpp))  # 0.4 GD + 0.6 GD++: not GD++
+    assert leaning == pytest.approx(0.4 / 0.6, rel=1e-6)
+    assert leaning < 1 and not claim.holds(leaning)  # passed the bar before (< 1), fails this one
+    assert not claim.holds(measured(gd))
+    assert claim.holds(measured(Mixture(0.05, gd, gdpp)))  # a learner close to GD++ passes
+
+
+def test_pv_weights_fail_a_layer_whose_x_rows_move():
+    claim = _claim("oswald", "1layer-pv-weights")
+    _, pv = gd_products(10, 1, 0.5, 10)
+    wrong = pv.clone()
+    wrong[:10, :] += 0.2 * pv.norm() / (10 * 11) ** 0.5  # x rows carry 20% of the y row's mass
+    y_row_error = float((wrong[10:] - pv[10:]).norm() / pv[10:].norm())
+    err = matrix_relative_error(wrong, pv)
+    assert y_row_error == 0.0  # the y-row measure of before passed it
+    assert not claim.holds(claim.measure({"oswald-1layer": {"a1.pv_matrix_relative_error_median": err}}))
+    assert claim.holds(claim.measure({"oswald-1layer": {"a1.pv_matrix_relative_error_median":
+                                                        matrix_relative_error(pv, pv)}}))
+
+
+def test_sine_similar_loss_fails_a_tf_well_above_its_control_and_passes_the_authors():
+    claim = _claim("oswald-nonlinear", "sine-similar-loss")
+
+    def holds(v):
+        return claim.holds(claim.measure({"oswald-sine": {"tf_over_control_loss_median": v}}))
+
+    assert holds(0.75)  # the authors' own run (non_linear_regression.ipynb, cell 7)
+    assert not holds(1.33)  # a TF a third worse than the control

@@ -1,0 +1,71 @@
+"""`icgd reproduce EXP --plan [--json]`: every model an experiment trains, with the config `icgd train`
+accepts, without training or writing anything; bad input gets one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from icgd.cli import main
+from icgd.experiments.registry import ExperimentContext
+from icgd.experiments.runner import experiments, get_experiment, plan_experiment
+from icgd.train.config import build_config, config_fingerprint, dump_config, load_config
+
+
+@pytest.mark.parametrize("name", ["oswald-deep", "oswald-sine", "oswald-copy"])
+def test_the_plan_is_what_the_experiment_trains(name, tmp_path):
+    plan = plan_experiment(name, "quick")
+    exp = get_experiment(name)
+    ctx = ExperimentContext(tmp_path / "out", tmp_path / "cache", "quick", exp.seeds("quick"))
+    declared = exp.models(ctx)
+    assert [m["name"] for m in plan["models"]] == list(declared)
+    for m in plan["models"]:
+        config = build_config(m["config"])  # what `icgd train` accepts
+        assert config_fingerprint(config) == config_fingerprint(declared[m["name"]])
+        (tmp_path / "c.yaml").write_text(dump_config(config))
+        assert load_config(tmp_path / "c.yaml") == config
+    assert plan["mode"] == "quick" and plan["experiment"] == name
+
+
+def test_every_experiment_has_a_plan(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in experiments():
+        plan = plan_experiment(name, "full")
+        assert plan["models"] is None or plan["models"], name
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_cli_plan_json(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["reproduce", "oswald-copy", "--quick", "--plan", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert set(plan) >= {"experiment", "mode", "models"}
+    assert [m["name"] for m in plan["models"]] == ["copy-softmax", "copy-linear"]
+    assert plan["models"][0]["config"]["task"]["kind"] == "linear"
+    assert main(["reproduce", "oswald-copy", "--plan"]) == 0
+    table = capsys.readouterr().out
+    assert "copy-softmax" in table and "optim.beta2 = " in table
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["reproduce", "no-such-experiment", "--plan"], "unknown experiment"),
+    (["reproduce", "oswald-deep", "--plan", "--smoke"], "--smoke"),
+    (["reproduce", "oswald-deep", "--json"], "--json goes with --plan"),
+])
+def test_bad_plans_get_one_line_and_exit_2(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_copy_declares_its_models_but_is_not_trained_ahead(tmp_path):
+    from icgd.experiments.parallel import planned
+
+    exp = get_experiment("oswald-copy")
+    assert exp.models is not None and not exp.pretrain  # it measures its models while they train
+    assert planned(["oswald-copy"], tmp_path, tmp_path / "cache", "quick", None) == []
+    assert len(planned(["oswald-deep"], tmp_path, tmp_path / "cache", "quick", None)) == 2
