@@ -96,3 +96,17 @@ def test_sine_similar_loss_fails_a_tf_well_above_its_control_and_passes_the_auth
 
     assert holds(0.75)  # the authors' own run (non_linear_regression.ipynb, cell 7)
     assert not holds(1.33)  # a TF a third worse than the control
+
+
+def test_clipped_references_clip_every_token_after_each_step():
+    from icgd.learners.explicit import GDPlusPlus
+
+    ep = LinearRegression(dx=10, n_context=10, input_scale=4.0).sample(256, make_generator(5), dtype=torch.float64)
+    free, clipped = GDPlusPlus([0.05] * 3, [0.001] * 3), GDPlusPlus([0.05] * 3, [0.001] * 3, clip=1.0)
+    assert clipped.predict(ep).abs().max() <= 1.0 < free.predict(ep).abs().max()
+    big = GDPlusPlus([0.05] * 3, [0.001] * 3, clip=1e9)  # a clip that never binds changes nothing
+    torch.testing.assert_close(big.predict(ep), free.predict(ep))
+    gd = tune_gd(ep, 2, clip=1.0)
+    assert gd.name == "gd" and gd.clip == 1.0 and gd.predict(ep).abs().max() <= 1.0
+    with pytest.raises(ValueError):
+        GDPlusPlus(0.1, 0.0, 1, clip=-1.0)

@@ -105,6 +105,10 @@ class GDPlusPlus:
     Written in data space, as the tokens evolve: targets t_i (start y_i), query entry t_q (start -W0 x_q),
     dW_k = (eta_k / N) sum_i (t_i - W0 x_i) x_i^T, t_j <- t_j - dW_k x_j, prediction -t_q.
     With gamma = 0 this is plain GD.
+
+    clip: every entry of the tokens (the inputs and t, the query's included) clamped to [-clip, clip] after
+    each step, as a transformer with token clipping does (source 000's code clips the tokens of its deep
+    models and of the GD and GD++ transformers it compares them with: src/transformer.py:196-199).
     """
 
     etas: float | Sequence[float] | Tensor
@@ -112,11 +116,14 @@ class GDPlusPlus:
     steps: int | None = None
     w0: Tensor | None = None
     name: str = "gdpp"
+    clip: float | None = None
 
     def __post_init__(self) -> None:
         self.etas = _as_list(self.etas, self.steps, "etas")
         self.steps = len(self.etas)
         self.gammas = _as_list(self.gammas, self.steps, "gammas")
+        if self.clip is not None and (self.clip <= 0 or self.w0 is not None):
+            raise ValueError("clip must be > 0, and applies from W0 = 0 (the tokens' own start)")
 
     def predict(self, ep: Episodes) -> Tensor:
         x, xq, t = ep.context_x, ep.query_x, ep.context_y
@@ -128,11 +135,13 @@ class GDPlusPlus:
             t, tq = t - x @ dw.transpose(1, 2), tq - xq @ dw.transpose(1, 2)
             xxt = x.transpose(1, 2) @ x  # (B, Dx, Dx)
             x, xq = x - gamma * x @ xxt, xq - gamma * xq @ xxt
+            if self.clip is not None:
+                x, xq, t, tq = (v.clamp(-self.clip, self.clip) for v in (x, xq, t, tq))
         return -tq
 
     def describe(self) -> dict[str, Any]:
         return {"learner": self.name, "steps": self.steps, "eta": _floats(self.etas),
-                "gamma": _floats(self.gammas)}
+                "gamma": _floats(self.gammas)} | ({"clip": self.clip} if self.clip is not None else {})
 
 
 @dataclass

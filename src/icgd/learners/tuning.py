@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 from torch import Tensor
@@ -73,60 +73,73 @@ def _loss(learner, ep: Episodes) -> Tensor:
     return query_loss(learner.predict(ep), ep.query_y).mean()
 
 
-def gd_loss_fn(ep: Episodes, steps: int) -> Callable[[float], float]:
-    """eta -> mean loss of `steps` GD steps with constant eta on `ep` (float64)."""
+def gd_loss_fn(ep: Episodes, steps: int, clip: float | None = None) -> Callable[[float], float]:
+    """eta -> mean loss of `steps` GD steps with constant eta on `ep` (float64); `clip`: with the tokens
+    clipped after each step (`GDPlusPlus` with gamma 0)."""
     ep64 = ep.to(dtype=torch.float64)
 
     def f(eta: float) -> float:
         with torch.no_grad():
-            return float(_loss(GD(eta, steps), ep64))
+            return float(_loss(_gd(eta, steps, clip), ep64))
 
     return f
 
 
+def _gd(etas: Any, steps: int, clip: float | None, name: str = "gd") -> GD | GDPlusPlus:
+    """K-step GD; with token clipping, as GD++ with gamma 0 (the tokens are what is clipped)."""
+    if clip is None:
+        return GD(etas, steps, name=name)
+    return GDPlusPlus(etas, 0.0, steps, name=name, clip=clip)
+
+
 @timed("tune reference")
-def tune_gd(ep: Episodes, steps: int, per_step: bool = False, max_iter: int = 200) -> GD:
-    """K-step GD with eta tuned on `ep`: one constant eta (line search) or one per step (L-BFGS)."""
-    eta = line_search(gd_loss_fn(ep, steps))
+def tune_gd(ep: Episodes, steps: int, per_step: bool = False, max_iter: int = 200,
+            clip: float | None = None) -> GD | GDPlusPlus:
+    """K-step GD with eta tuned on `ep`: one constant eta (line search) or one per step (L-BFGS). `clip`:
+    the tokens clipped to [-clip, clip] after each step, as in a transformer with token clipping (then a
+    `GDPlusPlus` with gamma 0, named "gd")."""
+    eta = line_search(gd_loss_fn(ep, steps, clip))
     if not per_step:
-        return GD(eta, steps)
+        return _gd(eta, steps, clip)
     if steps == 1:
-        return GD(eta, steps, name="gd_per_step")
+        return _gd(eta, steps, clip, name="gd_per_step")
     ep64 = ep.to(dtype=torch.float64)
     # GD steps commute (the loss is symmetric in the etas), so the constant optimum is a stationary point,
     # often a saddle: start from a spread of rates around it and keep the better of the two.
     const = torch.full((steps,), eta, dtype=torch.float64)
     spread = eta * torch.linspace(1.5, 0.5, steps, dtype=torch.float64)
-    etas = _lbfgs(lambda p: _loss(GD(p[0], steps), ep64), [spread], max_iter)[0]
+    etas = _lbfgs(lambda p: _loss(_gd(p[0], steps, clip), ep64), [spread], max_iter)[0]
     with torch.no_grad():
-        if float(_loss(GD(etas, steps), ep64)) > float(_loss(GD(const, steps), ep64)):
+        if float(_loss(_gd(etas, steps, clip), ep64)) > float(_loss(_gd(const, steps, clip), ep64)):
             etas = const
-    return GD(etas.tolist(), steps, name="gd_per_step")
+    return _gd(etas.tolist(), steps, clip, name="gd_per_step")
 
 
 @timed("tune reference")
-def tune_gdpp(ep: Episodes, steps: int, max_iter: int = 300, shared: bool = False) -> GDPlusPlus:
+def tune_gdpp(ep: Episodes, steps: int, max_iter: int = 300, shared: bool = False,
+              clip: float | None = None) -> GDPlusPlus:
     """K-step GD++ with eta and gamma tuned by L-BFGS on `ep`, from the tuned GD etas and gamma 0: one
     (eta, gamma) per step, or with `shared` one pair for every step (as the official code of source 000
-    tunes GD++ for its recurrent models: `gd_deq`, constructed_token_setup notebook)."""
+    tunes GD++ for its recurrent models: `gd_deq`, constructed_token_setup notebook). `clip`: the tokens
+    clipped after each step (`GDPlusPlus.clip`)."""
     ep64 = ep.to(dtype=torch.float64)
     if shared:
-        eta = tune_gd(ep, steps).etas[0]
+        eta = tune_gd(ep, steps, clip=clip).etas[0]
         start = torch.full((1,), eta, dtype=torch.float64)
     else:
-        start = torch.tensor(tune_gd(ep, steps, per_step=True).etas, dtype=torch.float64)
+        start = torch.tensor(tune_gd(ep, steps, per_step=True, clip=clip).etas, dtype=torch.float64)
     # search in scale-free units: eta_k = start_k * exp(u_k), gamma_k = v_k / c with c the mean eigenvalue
     # of X X^T, so the search behaves the same whatever the input range
     c = float((ep64.context_x ** 2).sum((1, 2)).mean()) / ep64.dx
 
     def learner(p: list[Tensor]) -> GDPlusPlus:
-        return GDPlusPlus((start * torch.exp(p[0])).expand(steps), (p[1] / c).expand(steps), steps)
+        return GDPlusPlus((start * torch.exp(p[0])).expand(steps), (p[1] / c).expand(steps), steps, clip=clip)
 
     n = len(start)
     u, v = _lbfgs(lambda p: _loss(learner(p), ep64), [torch.zeros(n, dtype=torch.float64)] * 2, max_iter)
     best = learner([u, v])
     return GDPlusPlus([float(e) for e in best.etas], [float(g) for g in best.gammas], steps,
-                      name="gdpp_shared" if shared else "gdpp")
+                      name="gdpp_shared" if shared else "gdpp", clip=clip)
 
 
 def _lbfgs(loss_fn: Callable[[list[Tensor]], Tensor], init: list[Tensor], max_iter: int) -> list[Tensor]:

@@ -55,17 +55,18 @@ def depth(ctx: ExperimentContext) -> None:
     configs = _depth_models(ctx)
     ev = None
     rows, summary, runs = [], {}, {}
-    refs: dict[tuple[int, bool], tuple[float, float, Any, Any]] = {}
+    refs: dict[tuple[int, bool, float | None], tuple[float, float, Any, Any]] = {}
     for name, (model, k) in variants.items():
         res = runs[name] = ctx.train(f"depth-{name}", configs[f"depth-{name}"])
         task = res.config.task
         ev = eval_tasks(ctx, task) if ev is None else ev
         recurrent = bool(model.get("recurrent"))
-        if (k, recurrent) not in refs:  # a recurrent model's GD++ shares one (eta, gamma), as the official code's
+        clip = res.config.model.clip  # the references clip their tokens as the model does (the code's)
+        if (k, recurrent, clip) not in refs:  # a recurrent model's GD++ shares one (eta, gamma), as the code's
             tune = tune_tasks(ctx, task)
-            gd, gdpp = tune_gd(tune, k), tune_gdpp(tune, k, shared=recurrent)
-            refs[k, recurrent] = (evaluate(gd, ev).mean, evaluate(gdpp, ev).mean, gd, gdpp)
-        gd_loss, gdpp_loss, gd, gdpp = refs[k, recurrent]
+            gd, gdpp = tune_gd(tune, k, clip=clip), tune_gdpp(tune, k, shared=recurrent, clip=clip)
+            refs[k, recurrent, clip] = (evaluate(gd, ev).mean, evaluate(gdpp, ev).mean, gd, gdpp)
+        gd_loss, gdpp_loss, gd, gdpp = refs[k, recurrent, clip]
         pd_gd, pd_gdpp = seed_prediction_differences(res, [gd, gdpp], ev[:size(ctx, ALIGN_TASKS)])
         per = [{"model": name, "depth": k, "seed": s, "tf_loss": t, "gd_loss": gd_loss, "gdpp_loss": gdpp_loss,
                 "pd_gd": a, "pd_gdpp": b}
@@ -75,12 +76,16 @@ def depth(ctx: ExperimentContext) -> None:
         for key, v in summary[name].items():
             ctx.result(f"{name}.{key}_median", v)
         ctx.result(f"{name}.tf_over_gd", summary[name]["tf_loss"] / gd_loss)
-    for (k, recurrent), (g, gp, _, _) in refs.items():
+    for (k, recurrent, _), (g, gp, _, _) in refs.items():
         ctx.result(f"gd_{k}_loss", g)
         ctx.result(f"gdpp{'_shared' if recurrent else ''}_{k}_loss", gp)
     ctx.result(DEPTH_MAX_TF_OVER_GD, max(ctx.results[f"{n}.tf_over_gd"] for n in variants))
     ctx.result(DEPTH_MAX_PD_RATIO, max(summary[n]["pd_gdpp"] / summary[n]["pd_gd"] for n in variants))
-    ood = deep_ood(ctx, task, {n: (runs[n], refs[variants[n][1], n.startswith("recurrent")][3]) for n in variants},
+    def ref(k: int, recurrent: bool) -> tuple[float, float, Any, Any]:
+        """The references of depth k (with the clip of the depth's models)."""
+        return next(v for (kk, rr, _), v in refs.items() if (kk, rr) == (k, recurrent))
+
+    ood = deep_ood(ctx, task, {n: (runs[n], ref(variants[n][1], n.startswith("recurrent"))[3]) for n in variants},
                     "depth_ood", "LSA stacks of depth 2-4 vs GD++ with as many steps (one eta, gamma when recurrent), "
                     "out of distribution (Fig. 7)")
     ctx.result(DEPTH_OOD_MAX, max(ood.values()))
@@ -99,10 +104,10 @@ def depth(ctx: ExperimentContext) -> None:
     if "layers-2-heads4-mlp" in summary:
         axes[0].plot([2], [summary["layers-2-heads4-mlp"]["tf_loss"]], marker="*", markersize=10, linestyle="",
                      color=COLORS["interp"], label="2 layers, 4 heads, MLP")
-    axes[0].plot(ks, [refs[k, False][0] for k in ks], color=COLORS["gd"], linestyle="--", marker="s", label="GD")
-    axes[0].plot(ks, [refs[k, False][1] for k in ks], color=COLORS["gdpp"], linestyle="--", marker="s",
+    axes[0].plot(ks, [ref(k, False)[0] for k in ks], color=COLORS["gd"], linestyle="--", marker="s", label="GD")
+    axes[0].plot(ks, [ref(k, False)[1] for k in ks], color=COLORS["gdpp"], linestyle="--", marker="s",
                  label="GD++ (per step)")
-    axes[0].plot(ks, [refs[k, True][1] for k in ks], color=COLORS["gdpp"], linestyle=":", marker="s",
+    axes[0].plot(ks, [ref(k, True)[1] for k in ks], color=COLORS["gdpp"], linestyle=":", marker="s",
                  label="GD++ (one eta, gamma)")
     axes[0].set_yscale("log")
     label_axes(axes, ("held-out loss (median seed)", "prediction difference (median seed)"),
