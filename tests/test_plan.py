@@ -69,3 +69,17 @@ def test_copy_declares_its_models_but_is_not_trained_ahead(tmp_path):
     assert exp.models is not None and not exp.pretrain  # it measures its models while they train
     assert planned(["oswald-copy"], tmp_path, tmp_path / "cache", "quick", None) == []
     assert len(planned(["oswald-deep"], tmp_path, tmp_path / "cache", "quick", None)) == 2
+
+
+def test_models_shared_between_experiments_have_one_config():
+    """A label that two experiments train (the 1-layer LSA, the depth stacks) is one cached model: the same
+    config in both, in every mode."""
+    for mode in ("quick", "full"):
+        seen: dict[str, tuple[str, str]] = {}
+        for name in experiments():
+            plan = plan_experiment(name, mode)
+            for m in plan["models"] or []:
+                fp = config_fingerprint(build_config(m["config"]))
+                if m["name"] in seen:
+                    assert seen[m["name"]][0] == fp, (mode, m["name"], seen[m["name"]][1], name)
+                seen.setdefault(m["name"], (fp, name))

@@ -12,6 +12,7 @@ from icgd.experiments.blog.keys import (
 )
 from icgd.experiments.common import (
     BLOG_DEVIATIONS,
+    authors_steps,
     eval_tasks,
     median,
     one_layer_model,
@@ -45,8 +46,9 @@ def _context_model(ctx: ExperimentContext, n: int) -> dict[str, TrainConfig]:
 def _depth_model(ctx: ExperimentContext, k: int) -> dict[str, TrainConfig]:
     if k == 1:
         return one_layer_model(ctx)
-    return {f"depth-layers-{k}": train_config(ctx, f"depth-layers-{k}", {"n_layers": k, "recurrent": False},
-                                              (2000, 10000))}  # the same configs as oswald-depth's
+    model = {"n_layers": k, "recurrent": False}
+    return {f"depth-layers-{k}": train_config(ctx, f"depth-layers-{k}", model, (2000, authors_steps(model)))}
+    # the same configs as oswald-depth's (tests/test_plan.py)
 
 
 def _scaling_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
