@@ -56,13 +56,13 @@ def test_a_reference_the_bar_fails_is_reported_as_failing():
 
 
 def test_a_reference_for_a_claim_the_suite_lacks_is_an_error(monkeypatch):
-    monkeypatch.setitem(REFERENCES, "test-suite", {"no-such-claim": Reference(1.0, "nowhere")})
-    suite("test-suite")(lambda: [Claim("x", "c", "s", "e", lambda r: 0.0, "<", 1.0, "w")])
+    monkeypatch.setitem(REFERENCES, "test-references-suite", {"no-such-claim": Reference(1.0, "nowhere")})
+    suite("test-references-suite")(lambda: [Claim("x", "c", "s", "e", lambda r: 0.0, "<", 1.0, "w")])
     try:
         with pytest.raises(ValueError, match="no-such-claim"):
-            SUITES["test-suite"]()
+            SUITES["test-references-suite"]()
     finally:
-        SUITES.pop("test-suite")
+        SUITES.pop("test-references-suite")
 
 
 def test_bad_references_are_refused():

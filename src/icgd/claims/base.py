@@ -35,6 +35,9 @@ class Claim:
     role: str = "source"
     #: the authors' own value of the measure, where one exists (`icgd.claims.references`; attached by `suite`)
     reference: Reference = Reference(None, None)
+    #: the same measure seed by seed (None: the claim reads no seed spread). Where the seeds fall on both sides
+    #: of the bar the verdict is "inconclusive": the seeds' noise is larger than the margin
+    per_seed: Callable[[dict[str, Any]], list[float]] | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -53,12 +56,36 @@ class Claim:
         else:
             note = ""
         ref = self.reference
+        seeds = self._seed_values(results)
+        verdict = verdict_of(self.holds(measured), [self.holds(v) for v in seeds or []])
         return {"id": self.id, "claim": self.claim, "source": self.source, "experiment": self.experiment,
-                "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": self.holds(measured),
+                "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": verdict == "PASS",
+                "verdict": verdict, "seeds": seeds,
                 "why": self.why, "role": self.role, "reference": ref.value, "reference_source": ref.source,
                 "reference_precision": ref.precision if ref.value is not None else None,
                 "reference_passes": self.holds(ref.value) if ref.value is not None else None} \
             | ({"note": note} if note else {})
+
+
+    def _seed_values(self, results: dict[str, Any]) -> list[float] | None:
+        if self.per_seed is None:
+            return None
+        try:
+            return [float(v) for v in self.per_seed(results)]
+        except (KeyError, TypeError, ZeroDivisionError):
+            return None
+
+
+#: a claim's verdicts: "inconclusive" where its seeds fall on both sides of the bar
+VERDICTS = ("PASS", "FAIL", "inconclusive")
+
+
+def verdict_of(measured_holds: bool, seeds_hold: list[bool]) -> str:
+    """PASS or FAIL by the claim's measure; "inconclusive" where some seed's value lands on the other side of
+    the bar than another's (a sign test at the seeds' own resolution: with S seeds, a verdict needs all S)."""
+    if seeds_hold and any(seeds_hold) and not all(seeds_hold):
+        return "inconclusive"
+    return "PASS" if measured_holds else "FAIL"
 
 
 #: the suites' names as `icgd verify --help` lists them without importing every source (a test checks that

@@ -8,6 +8,29 @@ from icgd.experiments.blog import keys as X
 ETA, DAMP, LSTM, SCALE = "blog-eta", "blog-dampening", "blog-lstm", "blog-scaling"
 
 
+def _seeds(r: dict, model: str, measure: str) -> list[float]:
+    """Every seed's `measure` of a model of blog-lstm, in seed order."""
+    return r[LSTM][X.LSTM_SEEDS.format(model=model, measure=measure)]
+
+
+def _per_seed(fn):
+    """A claim's measure seed by seed, from `fn(r, i)` for seed index i of blog-lstm's models."""
+    return lambda r: [fn(r, i) for i in range(len(_seeds(r, "lsa-1", "loss")))]
+
+
+def _uni(r: dict) -> list[str]:
+    return [f"lstm-{k}" for k in r[LSTM][X.LSTM_DEPTHS]]
+
+
+def _bi(r: dict) -> list[str]:
+    return [f"bilstm-{k}" for k in r[LSTM][X.LSTM_DEPTHS]]
+
+
+def _at(r: dict, model: str, measure: str, i: int) -> float:
+    return _seeds(r, model, measure)[i]
+
+
+
 @suite("blog")
 def claims() -> list[Claim]:
     return [
@@ -45,28 +68,35 @@ def claims() -> list[Claim]:
         Claim("lstm-not-gd", "unidirectional LSTMs do not implement a GD step: their best sensitivity cosine "
               "with GD over depths / the LSA's", "'Is this behavior unique to transformers?'", LSTM,
               lambda r: r[LSTM][X.LSTM_BEST_COSINE_OVER_LSA], "<", 0.9,
-              "'well below': 10% under the LSA's cosine (which is within 0.2% of 1), median seeds"),
+              "'well below': 10% under the LSA's cosine (which is within 0.2% of 1), median seeds",
+              per_seed=_per_seed(lambda r, i: max(_at(r, n, "sensitivity_cosine", i) for n in _uni(r)) / _at(r, "lsa-1", "sensitivity_cosine", i))),
         Claim("bilstm-depth", "bidirectional LSTMs align better with GD with depth (cosine at the deepest "
               "minus at 1 layer)", "'Is this behavior unique to transformers?'", LSTM,
-              lambda r: r[LSTM][X.BILSTM_COSINE_GAIN], ">", 0.0, "any gain; median seeds"),
+              lambda r: r[LSTM][X.BILSTM_COSINE_GAIN], ">", 0.0, "any gain; median seeds",
+              per_seed=_per_seed(lambda r, i: _at(r, _bi(r)[-1], "sensitivity_cosine", i) - _at(r, _bi(r)[0], "sensitivity_cosine", i))),
         Claim("bilstm-better", "bidirectional LSTMs learn better than unidirectional ones at 2+ layers "
               "(largest BiLSTM / LSTM loss ratio)", "'Is this behavior unique to transformers?'", LSTM,
-              lambda r: r[LSTM][X.BILSTM_OVER_LSTM], "<", 1.0, "median seeds"),
+              lambda r: r[LSTM][X.BILSTM_OVER_LSTM], "<", 1.0, "median seeds",
+              per_seed=_per_seed(lambda r, i: max(_at(r, b, "loss", i) / _at(r, u, "loss", i) for u, b, k in zip(_uni(r), _bi(r), r[LSTM][X.LSTM_DEPTHS]) if k >= 2))),
         Claim("lstm-worse-than-tf", "unidirectional LSTMs learn linear functions in context less well than the "
               "transformer (best LSTM loss / 1-layer LSA loss)", "'Is this behavior unique to transformers?'", LSTM,
               lambda r: r[LSTM][X.BEST_UNI_LSTM_OVER_LSA], ">", 1.0,
               "the source: LSTMs 'struggle', bidirectional ones 'perform better'; its own figure has 4- and 5-layer "
-              "BiLSTMs at the GD loss (docs/reproduction-notes.md); median seeds"),
+              "BiLSTMs at the GD loss (docs/reproduction-notes.md); median seeds",
+              per_seed=_per_seed(lambda r, i: min(_at(r, n, "loss", i) for n in _uni(r)) / _at(r, "lsa-1", "loss", i))),
         Claim("bilstm-gain-grows", "BiLSTMs gain more over LSTMs as layers are added (BiLSTM / LSTM loss at the "
               "deepest over the same at 1 layer)", "'Is this behavior unique to transformers?'", LSTM,
               lambda r: r[LSTM][X.BILSTM_GAIN_DEEPEST_OVER_1], "<", 1.0,
-              "'perform better, especially with an increased number of layers'; median seeds"),
+              "'perform better, especially with an increased number of layers'; median seeds",
+              per_seed=_per_seed(lambda r, i: (_at(r, _bi(r)[-1], "loss", i) / _at(r, _uni(r)[-1], "loss", i)) / (_at(r, _bi(r)[0], "loss", i) / _at(r, _uni(r)[0], "loss", i)))),
         Claim("bilstm-increasingly-gd", "from 2 layers up BiLSTMs behave increasingly like a GD step (cosine at the "
               "deepest minus at 2 layers)", "'Is this behavior unique to transformers?'", LSTM,
-              lambda r: r[LSTM][X.BILSTM_COSINE_GAIN_FROM_2], ">", 0.0, "any gain; median seeds"),
+              lambda r: r[LSTM][X.BILSTM_COSINE_GAIN_FROM_2], ">", 0.0, "any gain; median seeds",
+              per_seed=_per_seed(lambda r, i: _at(r, _bi(r)[-1], "sensitivity_cosine", i) - _at(r, "bilstm-2", "sensitivity_cosine", i))),
         Claim("bilstm-cosine-below-1", "the BiLSTMs' cosine with GD does not reach 1 (largest over depths)",
               "'Is this behavior unique to transformers?'", LSTM, lambda r: r[LSTM][X.BILSTM_BEST_COSINE], "<", 0.99,
-              "below the bar at which 1layer-cosine calls a cosine about 1; median seeds"),
+              "below the bar at which 1layer-cosine calls a cosine about 1; median seeds",
+              per_seed=_per_seed(lambda r, i: max(_at(r, n, "sensitivity_cosine", i) for n in _bi(r)))),
         Claim("tf-matches-gd-across-n", "the 1-layer LSA equals one tuned GD step at every context size N = 5, 10, "
               "20, 40 (largest |TF / GD - 1|)", "source 000 sec. 3: 'a wide range of hyperparameters'", SCALE,
               lambda r: r[SCALE][X.TF_GD_GAP_ACROSS_N], "<", 0.01, "the 1% of 1layer-loss; median seeds"),

@@ -143,7 +143,8 @@ def _cell(run: Run, c: dict[str, Any] | None, inputs: Inputs) -> dict[str, Any] 
             else:
                 value = _num(value)
             spread.append(f"{label} {value}")
-    return {"passed": bool(c.get("passed")), "measured": c.get("measured"), "spread": spread,
+    v = c.get("verdict") or ("PASS" if c.get("passed") else "FAIL")
+    return {"passed": bool(c.get("passed")), "verdict": v, "measured": c.get("measured"), "spread": spread,
             "note": c.get("note") or ""}
 
 

@@ -19,6 +19,19 @@ def authors(c: dict[str, Any]) -> str:
     return f"{ref:.4g}" + (f" +- {precision:.2g}" if precision else "")
 
 
+def verdict(c: dict[str, Any]) -> str:
+    """PASS, FAIL or INCONCLUSIVE (seeds on both sides of the bar); reports before verdicts had PASS or FAIL."""
+    v = c.get("verdict") or ("PASS" if c.get("passed") else "FAIL")
+    return v.upper()
+
+
+def tally(claims: list[dict[str, Any]]) -> str:
+    """'45 passed, 14 failed, 2 inconclusive' (the last part only where there is one)."""
+    vs = [verdict(c) for c in claims]
+    out = f"{vs.count('PASS')} passed, {vs.count('FAIL')} failed"
+    return out + (f", {vs.count('INCONCLUSIVE')} inconclusive" if "INCONCLUSIVE" in vs else "")
+
+
 def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
     """Print the claims of a verify report ({"claims": [{"id", "claim", "source", "measured", "threshold",
     "passed", "role"}], "mode", "seconds"}) to `file` (default stdout)."""
@@ -42,17 +55,13 @@ def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
         if c.get("role") == "stricter":
             claim.append(" [stricter]", style="magenta")
         claim.append(f": {c['claim']}")
-        result = Text("PASS", style="bold green") if c["passed"] else Text("FAIL", style="bold red")
+        v = verdict(c)
+        result = Text(v, style={"PASS": "bold green", "FAIL": "bold red"}.get(v, "bold yellow"))
         table.add_row(claim, Text(str(c["source"])), Text(f"{c['measured']:.4g}"), Text(authors(c)),
                       Text(str(c["threshold"])), result)
     console.print(table)
-    n_pass = sum(bool(c["passed"]) for c in report["claims"])
     mode = report.get("mode", "quick" if report.get("quick") else "full")
-    summary = Text()
-    summary.append(f"{n_pass} passed", style="bold green")
-    summary.append(", ")
-    summary.append(f"{len(report['claims']) - n_pass} failed", style="bold red" if n_pass < len(report["claims"]) else "")
-    summary.append(f" ({mode} mode, {report['seconds']} s)")
+    summary = Text(f"{tally(report['claims'])} ({mode} mode, {report['seconds']} s)", style="bold")
     console.print(summary)
 
 
@@ -64,7 +73,7 @@ def format_markdown(report: dict[str, Any]) -> str:
         name = f"`{c['id']}`: {c['claim']}" if c.get("id") else c["claim"]
         cells = [name + (" (stricter check)" if c.get("role") == "stricter" else ""), c["source"],
                  f"{c['measured']:.4g}", authors(c), c["threshold"],
-                 "PASS" if c["passed"] else "**FAIL**"]
+                 {"PASS": "PASS", "FAIL": "**FAIL**"}.get(verdict(c), "*inconclusive*")]
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -74,10 +83,9 @@ def format_report(report: dict[str, Any]) -> str:
     for c in report["claims"]:
         strict = " [stricter]" if c.get("role") == "stricter" else ""
         rows.append((f"{c['id']}{strict}: {c['claim']}", c["source"], f"{c['measured']:.4g}", authors(c),
-                     c["threshold"], "PASS" if c["passed"] else "FAIL"))
+                     c["threshold"], verdict(c)))
     widths = [min(max(len(r[i]) for r in rows), 90) for i in range(6)]
     lines = ["  ".join(str(v)[:w].ljust(w) for v, w in zip(r, widths)) for r in rows]
-    n_pass = sum(c["passed"] for c in report["claims"])
-    lines.append(f"\n{n_pass} passed, {len(report['claims']) - n_pass} failed "
+    lines.append(f"\n{tally(report['claims'])} "
                  f"({report.get('mode') or ('quick' if report.get('quick') else 'full')} mode, {report['seconds']} s)")
     return "\n".join(lines)

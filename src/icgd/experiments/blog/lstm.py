@@ -17,6 +17,8 @@ from icgd.experiments.blog.keys import (
     BILSTM_GAIN_DEEPEST_OVER_1,
     BILSTM_OVER_LSTM,
     LSTM_BEST_COSINE_OVER_LSA,
+    LSTM_DEPTHS,
+    LSTM_SEEDS,
 )
 from icgd.experiments.common import (
     BLOG_DEVIATIONS,
@@ -112,8 +114,10 @@ def lstm(ctx: ExperimentContext) -> None:
         med[name] = {k: median([r[k] for r in per]) for k in ("loss", "prediction_difference", "sensitivity_cosine")}
         for k, v in med[name].items():
             ctx.result(f"{name}.{k}_median", v)
+            ctx.result(LSTM_SEEDS.format(model=name, measure=k), [r[k] for r in per])  # in seed order
     ks = lstm_depths(ctx.quick)
     uni, bid = [f"lstm-{k}" for k in ks], [f"bilstm-{k}" for k in ks]
+    ctx.result(LSTM_DEPTHS, ks)
     ctx.result("gd_loss", gd_loss)
     ctx.result("zero_loss", zero_loss)
     ctx.result("lstm.best_cosine", max(med[n]["sensitivity_cosine"] for n in uni))
