@@ -110,3 +110,15 @@ def test_clipped_references_clip_every_token_after_each_step():
     assert gd.name == "gd" and gd.clip == 1.0 and gd.predict(ep).abs().max() <= 1.0
     with pytest.raises(ValueError):
         GDPlusPlus(0.1, 0.0, 1, clip=-1.0)
+
+
+def test_the_codes_other_laws_pick_one_law_per_task_and_normalise_the_context():
+    task = LinearRegression(dx=10, n_context=10, input_law="mixed", input_scale=2.0)
+    ep = task.sample(600, make_generator(7), dtype=torch.float64)
+    norms = ep.context_x.flatten(1).norm(dim=1)
+    torch.testing.assert_close(norms, torch.full_like(norms, 2.0))
+    # one law per task: exponential tasks have no negative input, the others have some
+    positive = (ep.context_x >= 0).flatten(1).all(dim=1).float().mean()
+    assert 0.25 < float(positive) < 0.42  # about a third of the tasks
+    again = task.sample(600, make_generator(7), dtype=torch.float64)
+    torch.testing.assert_close(again.context_x, ep.context_x)  # seeded

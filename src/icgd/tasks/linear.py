@@ -10,7 +10,45 @@ from pydantic import BaseModel, ConfigDict, Field
 from icgd.core.episodes import Episodes
 from icgd.tasks.base import SquaredErrorObjective, draw_device, moved
 
-InputLaw = Literal["uniform", "normal", "exponential", "laplace"]
+InputLaw = Literal["uniform", "normal", "exponential", "laplace", "mixed"]
+
+
+def _uniform(shape, g, device, dtype, a: float) -> torch.Tensor:
+    return (torch.rand(shape, generator=g, device=device, dtype=dtype) * 2 - 1) * a
+
+
+def _exponential(shape, g, device, dtype) -> torch.Tensor:
+    return torch.empty(shape, device=device, dtype=dtype).exponential_(1.0, generator=g)
+
+
+def _laplace(shape, g, device, dtype) -> torch.Tensor:  # the difference of two unit exponentials
+    e = _exponential((2,) + tuple(shape), g, device, dtype)
+    return e[0] - e[1]
+
+
+def _normal(shape, g, device, dtype) -> torch.Tensor:
+    return torch.randn(shape, generator=g, device=device, dtype=dtype)
+
+
+def _mixed(shape, g, device, dtype, n_context: int) -> torch.Tensor:
+    """Source 000's "other laws" (src/data.py:49-87 of the authors' code): each task draws its inputs from one
+    of the exponential, normal and Laplace laws, chosen uniformly, and divides its context and its query by
+    the Frobenius norm of its context, so that the context has norm 1 (times input_scale)."""
+    laws = torch.stack([_exponential(shape, g, device, dtype), _normal(shape, g, device, dtype),
+                        _laplace(shape, g, device, dtype)])  # (3, B, N + Q, Dx)
+    pick = torch.randint(0, 3, (shape[0],), generator=g, device=device)
+    z = laws[pick, torch.arange(shape[0], device=device)]
+    return z / z[:, :n_context].flatten(1).norm(dim=1)[:, None, None]
+
+
+#: the input laws by name: z before `input_scale`, from (task, shape, generator, device, dtype)
+INPUT_LAWS = {
+    "uniform": lambda t, *a: _uniform(*a, t.input_range),
+    "normal": lambda t, *a: _normal(*a),
+    "exponential": lambda t, *a: _exponential(*a),
+    "laplace": lambda t, *a: _laplace(*a),
+    "mixed": lambda t, *a: _mixed(*a, t.n_context),
+}
 
 
 class LinearRegression(SquaredErrorObjective, BaseModel):
@@ -18,7 +56,8 @@ class LinearRegression(SquaredErrorObjective, BaseModel):
 
     Inputs: `input_scale * z` with z from `input_law`: uniform U(-input_range, input_range)
     (default range 1, the paper's text; the official code used 0.5), standard normal,
-    exponential with rate 1, or Laplace(0, 1). Teacher: W ~ N(0, I) * teacher_scale, shape (Dy, Dx).
+    exponential with rate 1, Laplace(0, 1), or "mixed": one of the last three per task, the context scaled to
+    Frobenius norm 1 and the query by the same factor (the authors' out-of-distribution data, `_mixed`). Teacher: W ~ N(0, I) * teacher_scale, shape (Dy, Dx).
     Targets: y = W x + noise_std * N(0, 1).
     """
 
@@ -36,16 +75,7 @@ class LinearRegression(SquaredErrorObjective, BaseModel):
     noise_std: float = Field(0.0, ge=0, description="std of Gaussian label noise")
 
     def _inputs(self, shape: tuple[int, ...], g: torch.Generator | None, device, dtype) -> torch.Tensor:
-        if self.input_law == "uniform":
-            z = (torch.rand(shape, generator=g, device=device, dtype=dtype) * 2 - 1) * self.input_range
-        elif self.input_law == "normal":
-            z = torch.randn(shape, generator=g, device=device, dtype=dtype)
-        elif self.input_law == "exponential":
-            z = torch.empty(shape, device=device, dtype=dtype).exponential_(1.0, generator=g)
-        else:  # laplace: difference of two unit exponentials
-            e = torch.empty((2,) + shape, device=device, dtype=dtype).exponential_(1.0, generator=g)
-            z = e[0] - e[1]
-        return z * self.input_scale
+        return INPUT_LAWS[self.input_law](self, shape, g, device, dtype) * self.input_scale
 
     def sample(self, batch: int, generator: torch.Generator | None = None,
                device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> Episodes:

@@ -7,6 +7,7 @@ COSINE_MIN = "{tag}.sensitivity_cosine_min"
 KQ_ERROR_MEDIAN = "{tag}.kq_relative_error_median"
 INTERPOLATION_MAX_INCREASE = "max_relative_increase"  # oswald-interpolation
 OOD_MAX_DEVIATION = "max_relative_deviation_alpha_le_1_5"  # oswald-ood
+OOD_OTHER_LAWS = "ood_other_laws_max_relative_deviation_alpha_le_1_5"  # the code's "other laws" columns
 REPEAT_RATIO_WORST = "{key}.tf_final_over_first_worst_seed"  # oswald-repeat, key lambda_0_7 etc.
 REPEAT_SWEEP_GAP = "sweep.y_only.max_relative_tf_gd_gap"
 REPEAT_SWEEP_LOWERING = "sweep.y_only.fraction_of_lambdas_lowering"
