@@ -27,7 +27,7 @@ def test_every_model_trains_with_the_authors_optimiser(name):
         o = c.optim
         assert (o.name, o.beta1, o.beta2, o.eps, o.weight_decay) == ("adamw", 0.9, 0.98, 1e-8, 0.0), label  # train.py:292-296
         assert o.grad_clip == (10.0 if layers > 2 else 0.001), label  # CTS:148
-        if label not in ("softmax1-lr3e-4", "softmax1-lr3e-3"):  # A.9's learning-rate sweep
+        if "-lr" not in label:  # A.9's learning-rate sweep, A.11's grokking block
             assert o.lr == (5e-4 if layers > 3 else 1e-3), label  # CTS:150
         assert c.model.clip == (10.0 if layers > 3 else None), label  # CTS:157
         assert c.data == "per_seed", label  # train.py:280-281: a seed is its own init and task stream
@@ -51,7 +51,8 @@ def test_full_mode_trains_the_authors_budget(name):
 @pytest.mark.parametrize("name", LINEAR)
 def test_quick_mode_is_the_same_set_up_shorter(name):
     full, quick = dict(_models(name, "full")), dict(_models(name, "quick"))
-    assert set(full) <= set(quick) | {"depth-layers-2-heads4-mlp"}
+    # full mode adds the 4-head MLP stack (oswald-depth) and A.11's other learning rates (oswald-fixed-data)
+    assert set(full) - set(quick) <= {"depth-layers-2-heads4-mlp", "fixed-8192-mlp-lr0.0003", "fixed-8192-mlp-lr0.003"}
     for label, q in quick.items():
         f = full[label]
         assert q.steps <= f.steps, label
