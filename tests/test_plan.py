@@ -41,11 +41,11 @@ def test_cli_plan_json(capsys, tmp_path, monkeypatch):
     assert main(["reproduce", "oswald-copy", "--quick", "--plan", "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert set(plan) >= {"experiment", "mode", "models"}
-    assert [m["name"] for m in plan["models"]] == ["copy-softmax", "copy-linear"]
+    assert [m["name"] for m in plan["models"]] == ["copy-code-softmax", "copy-code-linear"]
     assert plan["models"][0]["config"]["task"]["kind"] == "linear"
     assert main(["reproduce", "oswald-copy", "--plan"]) == 0
     table = capsys.readouterr().out
-    assert "copy-softmax" in table and "optim.beta2 = " in table
+    assert "copy-code-softmax" in table and "optim.beta2 = " in table
     assert list(tmp_path.iterdir()) == []
 
 

@@ -1,3 +1,4 @@
+import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
@@ -76,3 +77,28 @@ def test_round_trip_errors():
     ep = Episodes(torch.zeros(1, 2, 3), torch.zeros(1, 2, 1), torch.zeros(1, 1, 3))
     with pytest.raises(ShapeError, match="w0"):
         concat_tokens(ep, torch.zeros(2, 2))
+
+
+def test_the_authors_interleaved_tokens():
+    import math
+
+    from icgd.core.episodes import make_generator
+    from icgd.learners.tokens import TOKEN_LAYOUTS, CodeInterleavedTokens, sinusoidal_positions
+    from icgd.tasks import LinearRegression
+
+    ep = LinearRegression(dx=10, n_context=10, input_range=0.5).sample(3, make_generator(0), dtype=torch.float64)
+    layout = TOKEN_LAYOUTS["interleaved_code"]()
+    tok, n_keys = layout.encode(ep)
+    assert tok.shape == (3, 21, 20) and n_keys == 20 and layout.width(10, 1, 10) == 20
+    pe = sinusoidal_positions(21, 10, torch.float64)
+    assert pe[7, 0] == pytest.approx(math.sin(7)) and pe[7, 1] == pytest.approx(math.cos(7))
+    assert pe[7, 9] == pytest.approx(math.cos(7 * 10000 ** -0.8))  # create_pos_encoding, src/attn.py:297-309
+    torch.testing.assert_close(tok[:, 4, :10], ep.context_x[:, 2])  # token 2i: x_i
+    torch.testing.assert_close(tok[:, 5, 9], ep.context_y[:, 2, 0])  # token 2i + 1: y_i in x's last slot
+    assert tok[:, 5, :9].abs().max() == 0
+    torch.testing.assert_close(tok[:, 20, :10], ep.query_x[:, 0])
+    torch.testing.assert_close(tok[:, :, 10:], pe.expand(3, 21, 10))
+    # the read-out is minus the last coordinate of the last token: about -1 before any update
+    assert layout.decode(tok, ep).flatten().tolist() == pytest.approx([-math.cos(20 * 10000 ** -0.8)] * 3)
+    with pytest.raises(Exception, match="Dy must be 1"):
+        CodeInterleavedTokens().encode(LinearRegression(dy=2).sample(2, make_generator(0)))

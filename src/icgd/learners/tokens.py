@@ -3,10 +3,14 @@
 Concatenated (SPEC 1): e_i = [x_i; y_i] for context points, e_q = [x_q; y0_q] for queries
 (y0_q = 0, or -W0 x_q to start from a linear model W0), read-out y_hat = -(y-entry of e_q).
 Interleaved (SPEC 3): x_1, y_1, ..., x_N, y_N, x_q as separate tokens [x or 0; y or 0; one-hot position].
+Interleaved as source 000's code builds them (`CodeInterleavedTokens`): x_i and [0, ..., 0, y_i] as Dx-wide
+tokens, a sinusoidal position code concatenated, read out from the last coordinate of the last token.
+`TOKEN_LAYOUTS` registers the three by name (a model config's `tokens`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -126,8 +130,69 @@ class InterleavedTokens:
     def decode(self, tokens: Tensor, ep: Episodes) -> Tensor:
         return interleaved_readout(tokens, ep.dx, ep.dy, ep.n_queries)
 
+    def data_width(self, dx: int, dy: int) -> int:
+        """The columns that hold data (x and y), before the one-hot positions."""
+        return dx + dy
+
+
+# ---------------------------------------------------------------- interleaved as the authors' code does
+def sinusoidal_positions(length: int, size: int, dtype: torch.dtype = torch.float32,
+                         device: torch.device | str | None = None) -> Tensor:
+    """(length, size): sin at even, cos at odd columns of position * 10000^(-2i / size), the code of source
+    000 (create_pos_encoding, src/attn.py:297-309 of self-organising-systems 3d5547c; the Transformer's)."""
+    pos = torch.arange(length, dtype=torch.float64, device=device)[:, None]
+    div = torch.exp(torch.arange(0, size, 2, dtype=torch.float64, device=device) * (-math.log(10000.0) / size))
+    pe = torch.zeros(length, size, dtype=torch.float64, device=device)
+    pe[:, 0::2] = torch.sin(pos * div)
+    pe[:, 1::2] = torch.cos(pos * div)[:, : size // 2]
+    return pe.to(dtype)
+
+
+def code_interleaved_tokens(ep: Episodes, pe_size: int = 10) -> Tensor:
+    """Source 000's interleaved tokens (create_reg_data_classic_token, src/data.py:165-194; normal_token_
+    construct.ipynb cell 4): x_1, [0, ..., 0, y_1], ..., x_N, [0, ..., 0, y_N], x_q, each Dx wide (y in the
+    last slot: Dy = 1), with a sinusoidal position code of `pe_size` concatenated: (B * Q, 2N + 1, Dx + pe)."""
+    if ep.dy != 1:
+        raise ShapeError(f"the code's interleaved tokens hold one target in x's last slot: Dy must be 1, got {ep.dy}")
+    f = ep.fold_queries() if ep.n_queries > 1 else ep
+    b, n, dx = f.batch_size, f.n_context, f.dx
+    y_tok = torch.cat([f.context_x.new_zeros(b, n, dx - 1), f.context_y], -1)
+    data = torch.cat([torch.stack([f.context_x, y_tok], 2).reshape(b, 2 * n, dx), f.query_x[:, :1]], 1)
+    pe = sinusoidal_positions(2 * n + 1, pe_size, data.dtype, data.device).expand(b, 2 * n + 1, pe_size)
+    return torch.cat([data, pe], -1)
+
+
+@dataclass(frozen=True)
+class CodeInterleavedTokens:
+    """Source 000's interleaved tokens (`code_interleaved_tokens`), read out as its code does: the prediction
+    is minus the last coordinate of the last token (src/train.py:164), a coordinate of the position code,
+    so that an untrained model predicts about -1."""
+
+    pe_size: int = 10
+    name: str = "interleaved_code"
+    one_sequence_per_query: bool = True
+
+    def width(self, dx: int, dy: int, n_context: int) -> int:
+        return dx + self.pe_size
+
+    def data_width(self, dx: int, dy: int) -> int:
+        """The columns that hold data (x and y), before the position code."""
+        return dx
+
+    def encode(self, ep: Episodes) -> tuple[Tensor, int]:
+        """(tokens (B * Q, 2N + 1, Dx + pe), number of key tokens 2N: the query is a key only where the model
+        says so, `query_in_keys`; the code's is not, include_query False)."""
+        return code_interleaved_tokens(ep, self.pe_size), 2 * ep.n_context
+
+    def decode(self, tokens: Tensor, ep: Episodes) -> Tensor:
+        return -tokens[:, -1, -1].reshape(-1, ep.n_queries, 1)
+
 
 def _check_w0(w0: Tensor, ep: Episodes) -> Tensor:
     if w0.shape[-2:] != (ep.dy, ep.dx) or w0.dim() not in (2, 3):
         raise ShapeError(f"w0 must be (Dy, Dx) = {(ep.dy, ep.dx)} or (B, Dy, Dx), got {tuple(w0.shape)}")
     return w0 if w0.dim() == 3 else w0.unsqueeze(0)
+
+
+#: the token layouts a model config names (`tokens`)
+TOKEN_LAYOUTS = {"concat": ConcatTokens, "interleaved": InterleavedTokens, "interleaved_code": CodeInterleavedTokens}

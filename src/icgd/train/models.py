@@ -26,7 +26,7 @@ from icgd.core.episodes import make_generator
 from icgd.learners.deep import FeatureLSA
 from icgd.learners.kernel_gd import KernelGD
 from icgd.learners.recurrent import LSTMLearner
-from icgd.learners.tokens import ConcatTokens, InterleavedTokens
+from icgd.learners.tokens import TOKEN_LAYOUTS, ConcatTokens
 from icgd.learners.transformer import TransformerLearner
 from icgd.nn.attention import AttentionOptions
 from icgd.nn.kernels import KernelName
@@ -53,7 +53,7 @@ class ModelConfig(StackOptions, ModelSection):
 
     kind: Literal["stack"] = "stack"
     attention: AttentionOptions = AttentionOptions()
-    tokens: Literal["concat", "interleaved"] = "concat"
+    tokens: Literal["concat", "interleaved", "interleaved_code"] = "concat"
 
     @model_validator(mode="before")
     @classmethod
@@ -74,9 +74,9 @@ class ModelConfig(StackOptions, ModelSection):
         return self.n_layers
 
     def width(self, task: Any) -> int:
-        """Token width: Dx + Dy, or Dx + Dy + 2N + 1 for interleaved tokens (positions one-hot)."""
-        d = task.dx + task.dy
-        return d + 2 * task.n_context + 1 if self.tokens == "interleaved" else d
+        """Token width: Dx + Dy, Dx + Dy + 2N + 1 for interleaved tokens (positions one-hot), Dx + 10 for the
+        code's interleaved tokens (`icgd.learners.tokens.TOKEN_LAYOUTS`)."""
+        return TOKEN_LAYOUTS[self.tokens]().width(task.dx, task.dy, task.n_context)
 
     def stack_config(self, d_model: int) -> StackConfig:
         return StackConfig(attention=self.attention.with_width(d_model), **self.stack_options())
@@ -87,8 +87,8 @@ def _build_stack(config: TrainConfigLike, dtype: torch.dtype, device: Any, gener
 
 
 def _stack_learner(config: TrainConfigLike, module: nn.Module, name: str) -> Any:
-    tokens = (InterleavedTokens() if config.model.tokens == "interleaved"
-              else ConcatTokens(prior=getattr(config.task, "prior", None)))
+    layout = TOKEN_LAYOUTS[config.model.tokens]
+    tokens = layout(prior=getattr(config.task, "prior", None)) if layout is ConcatTokens else layout()
     return TransformerLearner(module, tokens, name=name)
 
 

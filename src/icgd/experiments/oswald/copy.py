@@ -12,6 +12,7 @@ from torch import Tensor
 from icgd.core.episodes import Episodes, make_generator
 from icgd.core.metrics import evaluate
 from icgd.experiments.common import (
+    HAIKU_TRUNCATION,
     TUNE_TASKS,
     Size,
     curves,
@@ -33,7 +34,6 @@ from icgd.experiments.oswald.keys import (
 from icgd.experiments.oswald.shared import NONLINEAR_EVAL_SEED
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.explicit import ZeroPredictor
-from icgd.learners.tokens import interleaved_tokens
 from icgd.learners.tuning import tune_gd
 from icgd.results.figures import COLORS, band, subplots
 from icgd.tasks import LinearRegression
@@ -52,15 +52,39 @@ COPY_CURVE_ALIGN_TASKS = Size(quick=256, full=256, smoke=16)
 
 
 # ------------------------------------------------------------------------------------------ copying
-def copy_config(ctx: ExperimentContext, first: str, n_steps: int) -> TrainConfig:
-    """SPEC 3: Dx = N = 10 interleaved tokens, layer 1 `first`, layer 2 linear, every token a key."""
+#: the copy study's set-ups: the authors' code ("code", the default) and SPEC 3's one-hot layout ("onehot")
+COPY_SETUPS = ("code", "onehot")
+
+
+def copy_config(ctx: ExperimentContext, first: str, n_steps: int, setup: str = "code") -> TrainConfig:
+    """Dx = N = 10 interleaved tokens, layer 1 `first` (softmax or linear), layer 2 linear.
+
+    "code": as the authors' code trains Fig. 5 (normal_token_construct.ipynb cell 4; src/data.py:165-194;
+    src/train.py:160-165, 290-296): x ~ U(-0.5, 0.5); Dx-wide tokens with y in x's last slot and a 10-dim
+    sinusoidal position code concatenated; read-out from the last coordinate; the query not a key
+    (include_query False); init VarianceScaling(0.02 / 2 layers); AdamW lr 1e-3, b2 0.98, gradient clip 10;
+    batch 2048; 10,000 steps in full mode; a task stream per seed.
+    "onehot": SPEC 3 (issue 17's set-up): tokens [x; y; one-hot position], every token a key, x ~ U(-1, 1),
+    Adam b2 0.999, batch 512, one shared task stream."""
+    if setup not in COPY_SETUPS:
+        raise ValueError(f"copy set-up must be one of {COPY_SETUPS}, got {setup!r}")
+    ev = {"every": eval_every(ctx, n_steps, 40), "n_tasks": size(ctx, COPY_CURVE_TASKS), "reference": "gd",
+          "reference_steps": 1, "alignment_tasks": size(ctx, COPY_CURVE_ALIGN_TASKS)} \
+        | ({"n_tune": size(ctx, TUNE_TASKS)} if ctx.mode == "smoke" else {})
+    if setup == "onehot":
+        return build_config({
+            "name": f"copy-{first}", "task": {"dx": 10, "n_context": 10},
+            "model": {"n_layers": 2, "kernels": [first, "linear"], "tokens": "interleaved", "query_in_keys": True},
+            "optim": {"lr": 1e-3}, "steps": n_steps, "batch_size": 512, "seeds": ctx.seeds, "checkpoint_every": 500,
+            "eval": ev})
     return build_config({
-        "name": f"copy-{first}", "task": {"dx": 10, "n_context": 10},
-        "model": {"n_layers": 2, "kernels": [first, "linear"], "tokens": "interleaved", "query_in_keys": True},
-        "optim": {"lr": 1e-3}, "steps": n_steps, "batch_size": 512, "seeds": ctx.seeds, "checkpoint_every": 500,
-        "eval": {"every": eval_every(ctx, n_steps, 40), "n_tasks": size(ctx, COPY_CURVE_TASKS), "reference": "gd",
-                 "reference_steps": 1, "alignment_tasks": size(ctx, COPY_CURVE_ALIGN_TASKS)}
-        | ({"n_tune": size(ctx, TUNE_TASKS)} if ctx.mode == "smoke" else {})})
+        "name": f"copy-code-{first}", "task": {"dx": 10, "n_context": 10, "input_range": 0.5},
+        "model": {"n_layers": 2, "kernels": [first, "linear"], "tokens": "interleaved_code", "query_in_keys": False,
+                  "init_scale": 0.02 / 2 / HAIKU_TRUNCATION ** 2},
+        "optim": {"name": "adamw", "lr": 1e-3, "beta1": 0.9, "beta2": 0.98, "eps": 1e-8, "weight_decay": 0.0,
+                  "grad_clip": 10.0},
+        "steps": n_steps, "batch_size": 64 if ctx.mode == "smoke" else 2048, "data": "per_seed", "seeds": ctx.seeds,
+        "checkpoint_every": 500, "eval": ev})
 
 
 def token_gradients(learner: Any, ep: Episodes) -> dict[str, float]:
@@ -68,8 +92,8 @@ def token_gradients(learner: Any, ep: Episodes) -> dict[str, float]:
     x-tokens t = 0, 2, ..., 2N - 2 and the tasks of `ep`: s = t (self, with the residual), s = t + 1
     (the neighbour, which holds y_t) and every other s (mean over those)."""
     block = learner.model.layers[0]
-    tok = interleaved_tokens(ep).to(next(block.parameters()).dtype)
-    n_keys = 2 * ep.n_context
+    tok, n_keys = learner.tokens.encode(ep)
+    tok = tok.to(next(block.parameters()).dtype)
 
     def layer(t: Tensor) -> Tensor:
         return block(t.unsqueeze(0), n_keys)[0]
@@ -93,8 +117,9 @@ def code_token_gradients(learner: Any, ep: Episodes) -> dict[str, float]:
     (x and y, not the position code), averaged over the tasks of `ep` before its norm is taken; "self"
     is s = k, "neighbour" s = k + 1, "others" the sum over every s != k divided by T - 2."""
     block = learner.model.layers[0]
-    tok = interleaved_tokens(ep).to(next(block.parameters()).dtype)
-    n_keys, d_data = 2 * ep.n_context, ep.dx + ep.dy
+    tok, n_keys = learner.tokens.encode(ep)
+    tok = tok.to(next(block.parameters()).dtype)
+    d_data = learner.tokens.data_width(ep.dx, ep.dy)
 
     def summed(t: Tensor) -> Tensor:
         return block(t.unsqueeze(0), n_keys)[0].sum(-1)  # (T,)
@@ -117,30 +142,51 @@ def _first_crossing(steps: list[int], values: list[float], level: float, below: 
     return steps[-1] + 1
 
 
-#: training steps of the copying models
-COPY_STEPS = Size(quick=3000, full=12_000, smoke=4)
+#: training steps of the copying models, by set-up (the code's full budget: 10,000, normal_token_construct cell 4)
+COPY_STEPS = {"code": Size(quick=3000, full=10_000, smoke=4), "onehot": Size(quick=3000, full=12_000, smoke=4)}
 
 
-def _copy_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+def _copy_models(ctx: ExperimentContext, setup: str = "code") -> dict[str, TrainConfig]:
     """The softmax-first model and its linear-first control."""
-    n_steps = size(ctx, COPY_STEPS)
-    return {f"copy-{first}": copy_config(ctx, first, n_steps) for first in ("softmax", "linear")}
+    n_steps = size(ctx, COPY_STEPS[setup])
+    return {_copy_label(first, setup): copy_config(ctx, first, n_steps, setup) for first in ("softmax", "linear")}
 
 
-@register("oswald-copy", "interleaved tokens: a softmax layer learns to copy y next to x, then a linear layer "
-          "does GD; first-layer token gradients over training; linear first layer as control (Fig. 5)",
-          "source 000, sec. 4, Fig. 5, Prop. 3, A.5", quick_minutes=5.0, full_minutes=35.0, models=_copy_models,
+def _copy_label(first: str, setup: str) -> str:
+    """copy-code-softmax, ...; the one-hot set-up keeps issue 17's labels (copy-softmax), and so its cache."""
+    return f"copy-code-{first}" if setup == "code" else f"copy-{first}"
+
+
+@register("oswald-copy", "interleaved tokens as the authors' code builds them: a softmax layer learns to copy y "
+          "next to x, then a linear layer does GD; first-layer token gradients over training; linear first layer "
+          "as control (Fig. 5)",
+          "source 000, sec. 4, Fig. 5, Prop. 3, A.5", quick_minutes=20.0, full_minutes=120.0, models=_copy_models,
           pretrain=False, deviations=(
+              "the softmax temperature is learnt (absorbed by W_Q); the code divides the logits by sqrt(20) "
+              "(src/attn.py:176-178). Reason: equivalent up to a rescaling of W_Q that training finds.",
+              "held-out tasks: 10,000 of our generator in full mode (4096 quick); the code evaluates 10,000 tasks "
+              "from PRNGKey(10) every 500 steps (cell 7). torch instead of JAX: other random streams.",
+              "quick mode trains 3000 of the code's 10,000 steps. Reason: CPU time."))
+def copy(ctx: ExperimentContext) -> None:
+    _copy_study(ctx, "code")
+
+
+@register("oswald-copy-onehot", "the copy study in SPEC 3's layout: tokens [x; y; one-hot position], every token a "
+          "key (issue 17's set-up of oswald-copy)", "source 000, sec. 4, Fig. 5 (SPEC 3)", quick_minutes=5.0,
+          full_minutes=35.0, models=lambda ctx: _copy_models(ctx, "onehot"), pretrain=False, deviations=(
               "tokens [x; y; one-hot position] with y in its own slot and every token a key, the query too; the "
               "code concatenates a sinusoidal position code to 10-dim tokens with y in x's last slot and keeps "
               "the query out of the keys (normal_token_construct.ipynb cells 4, 7-9; src/data.py:165-194). "
-              "Reason: not yet ported (issue 33).",
-              "x ~ U(-1, 1), batch 512, 3000 / 12,000 steps, Adam b2 0.999; the code: U(-0.5, 0.5), AdamW b2 0.98, "
-              "clip 10, batch 2048, 10,000 steps. Reason: as above.",
-              "every seed sees the same task stream (not yet per seed). Reason: as above."))
-def copy(ctx: ExperimentContext) -> None:
-    n_steps = size(ctx, COPY_STEPS)
-    task = LinearRegression(dx=10, n_context=10)
+              "Reason: SPEC 3's layout, kept by name; oswald-copy is the code's.",
+              "x ~ U(-1, 1), batch 512, 3000 / 12,000 steps, Adam b2 0.999, one task stream for all seeds; the "
+              "code: U(-0.5, 0.5), AdamW b2 0.98, clip 10, batch 2048, 10,000 steps, a stream per seed."))
+def copy_onehot(ctx: ExperimentContext) -> None:
+    _copy_study(ctx, "onehot")
+
+
+def _copy_study(ctx: ExperimentContext, setup: str) -> None:
+    n_steps = size(ctx, COPY_STEPS[setup])
+    task = LinearRegression(dx=10, n_context=10, input_range=0.5 if setup == "code" else 1.0)
     probe = task.sample(size(ctx, COPY_PROBE_TASKS), make_generator(NONLINEAR_EVAL_SEED + 2), dtype=torch.float64)
     ev = eval_tasks(ctx, task, NONLINEAR_EVAL_SEED + 3)
     tune = tune_tasks(ctx, task, NONLINEAR_EVAL_SEED + 4)
@@ -151,7 +197,7 @@ def copy(ctx: ExperimentContext) -> None:
     fig, axes = subplots(3, width=3.9, height=3.1)
     rows, summary = [], {}
     for first, color in (("softmax", COLORS["tf"]), ("linear", COLORS["other"])):
-        cfg = _copy_models(ctx)[f"copy-{first}"]
+        cfg = _copy_models(ctx, setup)[_copy_label(first, setup)]
 
         def measure(res: TrainResult) -> dict[str, float]:
             out = {}
@@ -160,7 +206,7 @@ def copy(ctx: ExperimentContext) -> None:
                 out |= {f"seed{s}.{k}": v for k, v in g.items()}
             return out
 
-        res, track = ctx.train_tracked(f"copy-{first}", cfg, eval_every(ctx, n_steps, 30), measure)
+        res, track = ctx.train_tracked(_copy_label(first, setup), cfg, eval_every(ctx, n_steps, 30), measure)
         steps = [r["step"] for r in track]
         loss_steps, losses = curves(res, "eval_loss")
         band(axes[0], loss_steps, losses, f"{first} first layer", color, per_seed=True)
@@ -245,6 +291,10 @@ def copy(ctx: ExperimentContext) -> None:
                + "; self " + ", ".join(f"{r['code_self_grad_final']:.2f}" for r in sm))
     ctx.report("a linear first layer could not be trained",
                f"loss / 1-step GD with a linear first layer: median {median([r['loss_over_gd1'] for r in li]):.3f}")
-    ctx.note(f"Set-up: Dx = N = 10, interleaved tokens [x or 0; y or 0; one-hot position] (T = 21, D = 32), every "
-             f"token a key, batch 512, Adam 1e-3, {n_steps} steps, seeds {ctx.seeds}. Gradients: mean Frobenius "
+    layout = ("the authors' code's interleaved tokens (Dx wide, y in x's last slot, a 10-dim sinusoidal position "
+              "code; T = 21, D = 20), the query not a key, x ~ U(-0.5, 0.5), batch 2048, AdamW 1e-3 (b2 0.98, "
+              "clip 10)" if setup == "code" else
+              "interleaved tokens [x or 0; y or 0; one-hot position] (T = 21, D = 32), every token a key, "
+              "x ~ U(-1, 1), batch 512, Adam 1e-3")
+    ctx.note(f"Set-up: Dx = N = 10, {layout}, {n_steps} steps, seeds {ctx.seeds}. Gradients: mean Frobenius "
              f"norm of d(layer-1 output of x-token t)/d(input token s) over {probe.batch_size} probe tasks.")
