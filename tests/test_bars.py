@@ -92,7 +92,7 @@ def test_sine_similar_loss_fails_a_tf_well_above_its_control_and_passes_the_auth
     claim = _claim("oswald-nonlinear", "sine-similar-loss")
 
     def holds(v):
-        return claim.holds(claim.measure({"oswald-sine": {"tf_over_control_loss_median": v}}))
+        return claim.holds(claim.measure({"oswald-sine-code": {"tf_over_control_loss_median": v}}))
 
     assert holds(0.75)  # the authors' own run (non_linear_regression.ipynb, cell 7)
     assert not holds(1.33)  # a TF a third worse than the control

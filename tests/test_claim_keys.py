@@ -10,7 +10,7 @@ from icgd.claims.base import SUITES
 from icgd.claims.runner import suite_names, verify
 
 
-@pytest.mark.parametrize("suite", ["oswald", "oswald-nonlinear", "oswald-sine-code", "oswald-copy", "blog",
+@pytest.mark.parametrize("suite", ["oswald", "oswald-nonlinear", "oswald-sine-text", "oswald-copy", "blog",
                                    "categorical"])
 def test_every_claim_reads_a_result_its_experiments_write(suite, tmp_path):
     assert suite in suite_names()
@@ -36,7 +36,7 @@ def test_every_claim_reads_a_result_its_experiments_write(suite, tmp_path):
 def test_every_suite_has_a_smoke_test():
     """dai needs the packaged LM (tests/test_lm.py), momentum the packaged text (tests/test_momentum.py);
     a new suite must be added to one of these lists."""
-    covered = {"oswald", "oswald-nonlinear", "oswald-sine-code", "oswald-copy", "blog", "categorical", "dai",
+    covered = {"oswald", "oswald-nonlinear", "oswald-sine-text", "oswald-copy", "blog", "categorical", "dai",
                "momentum"}
     library = {name for name, fn in SUITES.items() if fn.__module__.startswith("icgd.")}  # not tests' own
     assert library == covered and covered <= set(suite_names())

@@ -90,7 +90,7 @@ def verdict_of(measured_holds: bool, seeds_hold: list[bool]) -> str:
 
 #: the suites' names as `icgd verify --help` lists them without importing every source (a test checks that
 #: this equals the registered suites)
-SUITE_NAMES = ("oswald", "oswald-nonlinear", "oswald-sine-code", "oswald-copy", "blog", "categorical", "dai",
+SUITE_NAMES = ("oswald", "oswald-nonlinear", "oswald-sine-text", "oswald-copy", "blog", "categorical", "dai",
                "momentum")
 
 #: every registered suite by name (filled as the claim modules are imported; `icgd.claims.runner` imports them)

@@ -66,8 +66,8 @@ REFERENCES: dict[str, dict[str, Reference]] = {
         "repeat-0.7": Reference(0.2065, f"{POST}, multiple_steps.html, lambda = 0.7: the trained layer's median loss "
                                         "0.1890 after 50 applications over 0.9153 after 1 (every channel moving)"),
     },
-    "oswald-nonlinear": {},  # filled below: the same readings as oswald-sine-code, whose set-up they are
-    "oswald-sine-code": {
+    "oswald-sine-text": {},  # filled below: the readings of oswald-nonlinear, whose set-up they are
+    "oswald-nonlinear": {
         "sine-similar-loss": Reference(0.75, f"{NLR}, cell 7 (Fig. 4 left): the trained TF ends at 0.00105, the "
                                              "control (MLP + GD) at 0.0014 (axis 0 to 0.01)", 0.05),
         "sine-similar-loss-worst-seed": Reference(0.75, f"{NLR}, cell 7: one seed is plotted; as sine-similar-loss",
@@ -122,10 +122,10 @@ REFERENCES: dict[str, dict[str, Reference]] = {
                                           "the optimal one"),
     },
 }
-REFERENCES["oswald-nonlinear"] = {
+REFERENCES["oswald-sine-text"] = {
     k: Reference(r.value, None if r.source is None else f"{r.source}; the code's set-up, not this suite's "
                  "(the paper text's A ~ U(0.1, 5))", r.precision)
-    for k, r in REFERENCES["oswald-sine-code"].items()}
+    for k, r in REFERENCES["oswald-nonlinear"].items()}
 
 
 def reference(suite: str, claim_id: str) -> Reference:
