@@ -1,10 +1,11 @@
 """The shared experiments layer: what several sources' experiments use, so that no source module imports
-another. Held-out and tuning task sets, the SPEC 1 training set-up and its one-layer model, every seed's
-trained learner, metric curves from a run, medians, and the named sizes that depend on the run mode.
+another. Held-out and tuning task sets, the training set-up of source 000's code and its one-layer model,
+every seed's trained learner, metric curves from a run, medians, and the named sizes that depend on the run
+mode.
 
-Modes: "full" (the sources' set-up as far as a CPU allows), "quick" (shorter training, fewer tasks) and
-"smoke" (a handful of steps and tasks: checks that every experiment runs and produces every result a
-claim reads; its numbers mean nothing).
+Modes: "full" (the authors' set-up and budget: `authors_setup`, `authors_steps`), "quick" (the same set-up,
+shorter training, fewer tasks) and "smoke" (a handful of steps and tasks: checks that every experiment runs
+and produces every result a claim reads; its numbers mean nothing).
 """
 
 from __future__ import annotations
