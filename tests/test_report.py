@@ -232,3 +232,15 @@ def test_per_seed_tables_are_summarised_over_seeds_per_group():
     assert summarise_seeds(pd.DataFrame({"seed": [0, 1], "name": ["a", "b"]})) is None
     many = pd.DataFrame({"step": list(range(50)) * 2, "seed": [0] * 50 + [1] * 50, "loss": [1.0] * 100})
     assert summarise_seeds(many) is None
+
+
+def test_inconclusive_claims_are_counted_and_marked_apart(tmp_path):
+    out = _verify_dir(tmp_path, "quick", 0.005)
+    report = json.loads((out / "claims.json").read_text())
+    report["claims"][0] |= {"verdict": "inconclusive", "passed": False, "seeds": [0.004, 0.02, 0.006]}
+    (out / "claims.json").write_text(json.dumps(report))
+    page = write_report([out], tmp_path / "r.html").read_text()
+    assert 'class="badge inconclusive">inconclusive' in page
+    assert "0 PASS / 1 FAIL / 1 inconclusive" in page  # the suite's tally keeps it apart from FAIL
+    # the authors' column: no number for these test claims
+    assert "<th title=\"the authors' own value of the measure" in page

@@ -129,6 +129,15 @@ def _description(name: str, runs: list[Run]) -> str:
     return ""
 
 
+def _verdict(c: dict[str, Any]) -> str:
+    """PASS, FAIL or inconclusive (a report from before verdicts has PASS or FAIL only)."""
+    return c.get("verdict") or ("PASS" if c.get("passed") else "FAIL")
+
+
+def _count(claims: list[dict[str, Any]], verdict: str) -> int:
+    return sum(_verdict(c) == verdict for c in claims)
+
+
 def _cell(run: Run, c: dict[str, Any] | None, inputs: Inputs) -> dict[str, Any] | None:
     """One run's value of a claim: measured, PASS/FAIL, the seed spread of the results it reads, its note."""
     if c is None:
@@ -143,8 +152,7 @@ def _cell(run: Run, c: dict[str, Any] | None, inputs: Inputs) -> dict[str, Any] 
             else:
                 value = _num(value)
             spread.append(f"{label} {value}")
-    v = c.get("verdict") or ("PASS" if c.get("passed") else "FAIL")
-    return {"passed": bool(c.get("passed")), "verdict": v, "measured": c.get("measured"), "spread": spread,
+    return {"passed": bool(c.get("passed")), "verdict": _verdict(c), "measured": c.get("measured"), "spread": spread,
             "note": c.get("note") or ""}
 
 
@@ -220,8 +228,8 @@ def build_page(runs: list[Run], notes: dict[str, list[tuple[str, str]]] | None =
     labels = {r.path: _run_label(r, runs) for r in runs}
     inputs = {r.path: claim_inputs(r) for r in runs}
     summary = [{"suite": r.suite, "anchor": _slug("suite", r.suite), "label": labels[r.path],
-                "passed": sum(bool(c.get("passed")) for c in r.claims),
-                "failed": sum(not c.get("passed") for c in r.claims), "seconds": r.report.get("seconds", ""),
+                "passed": _count(r.claims, "PASS"), "failed": _count(r.claims, "FAIL"),
+                "inconclusive": _count(r.claims, "inconclusive"), "seconds": r.report.get("seconds", ""),
                 "path": str(r.path)} for r in runs]
     suites = []
     for s in dict.fromkeys(r.suite for r in runs):
@@ -229,8 +237,9 @@ def build_page(runs: list[Run], notes: dict[str, list[tuple[str, str]]] | None =
         names = list(dict.fromkeys(n for r in sruns for n in r.experiments))
         suites.append({
             "name": s, "anchor": _slug("suite", s), "source": _source_line(sruns[0]),
-            "tally": " · ".join(f"{labels[r.path]}: {sum(bool(c.get('passed')) for c in r.claims)} PASS / "
-                                f"{sum(not c.get('passed') for c in r.claims)} FAIL" for r in sruns),
+            "tally": " · ".join(f"{labels[r.path]}: {_count(r.claims, 'PASS')} PASS / {_count(r.claims, 'FAIL')} FAIL"
+                                + (f" / {n} inconclusive" if (n := _count(r.claims, "inconclusive")) else "")
+                                for r in sruns),
             "run_labels": [labels[r.path] for r in sruns],
             "experiments": [_experiment(s, n, sruns, labels, notes, inputs) for n in names],
             "environments": [_environment(r, labels[r.path]) for r in sruns]})
