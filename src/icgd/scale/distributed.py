@@ -106,7 +106,7 @@ class Pool:
         children, titled "ray::_call"), so that a training job checkpoints and stops as on Ctrl-C; the shutdown
         that follows ends the rest. Not ray.cancel: its cancellation races with the reply of a job that is
         just finishing and can abort the driver ("Check failed: it != submissible_tasks_.end()", fixed upstream
-        in ray-project/ray PR 54798; it failed our Ctrl-C test about one run in three with Ray 2.x)."""
+        in ray-project/ray PR 54798; it failed our Ctrl-C test in one of four runs here with Ray 2.60, and once in CI)."""
         refs = list(self._pending)
         self._pending.clear()
         if not refs:
