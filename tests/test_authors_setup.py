@@ -51,8 +51,10 @@ def test_full_mode_trains_the_authors_budget(name):
 @pytest.mark.parametrize("name", LINEAR)
 def test_quick_mode_is_the_same_set_up_shorter(name):
     full, quick = dict(_models(name, "full")), dict(_models(name, "quick"))
-    # full mode adds the 4-head MLP stack (oswald-depth) and A.11's other learning rates (oswald-fixed-data)
-    assert set(full) - set(quick) <= {"depth-layers-2-heads4-mlp", "fixed-8192-mlp-lr0.0003", "fixed-8192-mlp-lr0.003"}
+    # full mode adds the 4-head MLP stacks (oswald-depth), A.11's other learning rates (oswald-fixed-data) and
+    # Fig. 13's largest N (oswald-curvature)
+    assert set(full) - set(quick) <= {"depth-layers-2-heads4-mlp", "depth-layers-3-heads4-mlp", "depth-layers-4-heads4-mlp",
+                                      "fixed-8192-mlp-lr0.0003", "fixed-8192-mlp-lr0.003", "lsa2rec-n40"}
     for label, q in quick.items():
         f = full[label]
         assert q.steps <= f.steps, label

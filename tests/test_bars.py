@@ -122,3 +122,60 @@ def test_the_codes_other_laws_pick_one_law_per_task_and_normalise_the_context():
     assert 0.25 < float(positive) < 0.42  # about a third of the tasks
     again = task.sample(600, make_generator(7), dtype=torch.float64)
     torch.testing.assert_close(again.context_x, ep.context_x)  # seeded
+
+
+def _eigenvalues(n_context: int, seed: int = 0):
+    ep = LinearRegression(dx=10, n_context=n_context).sample(10_000, make_generator(seed), dtype=torch.float64)
+    return torch.linalg.eigvalsh(ep.context_x.transpose(1, 2) @ ep.context_x).clamp_min(1e-6)
+
+
+def test_curvature_explodes_fails_the_edge_gamma_that_the_median_ratio_passed():
+    from icgd.experiments.oswald.curvature import condition_numbers, explosion
+
+    claim = _claim("oswald", "curvature-explodes")
+    lam = _eigenvalues(10)
+    growth = {g: explosion(lam, g) for g in (0.1, 0.2)}
+    holds = {g: claim.holds(claim.measure({"oswald-curvature": {X.KAPPA_EXPLODES: v}})) for g, v in growth.items()}
+    assert holds == {0.1: False, 0.2: True}, growth
+    # the bar before (median condition number at gamma / at 0 > 1) passed the edge gamma 0.1 at N = 20
+    lam20 = _eigenvalues(20)
+    assert float(condition_numbers(lam20, 0.1).median() / condition_numbers(lam20, 0.0).median()) > 1
+
+
+def test_curvature_in_range_every_n_fails_a_gamma_past_the_spectrum():
+    claim = _claim("oswald", "curvature-in-range-every-n")
+    p99 = {n: float(torch.quantile(_eigenvalues(n).max(1).values, 0.99)) for n in (10, 20)}
+    for gamma, expect in ((0.5 / p99[20], True), (0.1, False)):  # inside at both N; past 1/lambda_max at N = 10
+        value = max(gamma * v for v in p99.values())
+        assert claim.holds(claim.measure({"oswald-curvature": {X.N_SWEEP_GAMMA_TIMES_LAMBDA_MAX: value}})) is expect
+
+
+def test_interpolated_over_training_fails_a_layer_at_twice_gds_eta():
+    """The claim's measure on the midpoint model of `interpolated`: a layer equal to the construction passes,
+    one whose products implement twice GD's eta (a wrong learner of the same form) fails."""
+    from icgd.analysis.readoff import interpolated, stack_from_products
+
+    claim = _claim("oswald", "1layer-interpolated-over-training")
+    tune, ev = _tasks(2000, 0), _tasks(2000, 1)
+    gd = tune_gd(tune, 1)
+    gd_loss = evaluate(gd, ev).mean
+    kq, pv = gd_products(10, 1, gd.etas[0], 10)
+    gaps = {}
+    for name, layer in (("construction", stack_from_products(kq, pv)), ("eta x2", stack_from_products(kq, 2 * pv))):
+        gaps[name] = abs(evaluate(interpolated(layer, kq, pv, 10), ev).mean / gd_loss - 1)
+    holds = {k: claim.holds(claim.measure({"oswald-1layer": {X.INTERPOLATED_FINAL_GAP.format(tag="a1"): v}}))
+             for k, v in gaps.items()}
+    assert holds == {"construction": True, "eta x2": False}, gaps
+
+
+def test_fixed_data_aligns_fails_two_gd_steps_that_the_bar_before_passed():
+    from icgd.core.metrics import alignment
+
+    claim = _claim("oswald", "fixed-data-aligns")
+    tune, ev = _tasks(2000, 0), _tasks(1000, 1)
+    gd1 = tune_gd(tune, 1)
+    cos = {k: alignment(learner, gd1, ev)["sensitivity_cosine"].mean
+           for k, learner in (("gd1", gd1), ("gd2", tune_gd(tune, 2)))}
+    holds = {k: claim.holds(claim.measure({"oswald-fixed-data": {X.FIXED_MIN_COSINE: v}})) for k, v in cos.items()}
+    assert holds == {"gd1": True, "gd2": False}, cos
+    assert cos["gd2"] > 0.9  # the bar before (> 0.9) passed it

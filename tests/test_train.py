@@ -389,3 +389,46 @@ def test_training_evaluation_of_all_seeds_at_once_equals_each_seeds_module(model
     assert [c for s in fast for c in s.ci95] == pytest.approx([c for s in slow for c in s.ci95], rel=tol, abs=0)
     assert len({s.mean for s in fast}) == 3
     assert fused_losses(build_config({"name": "l", "model": {"kind": "lstm", "n_layers": 1}}), params, ev) is None
+
+
+def test_kept_weights_are_each_evaluations_and_survive_a_resume(tmp_path):
+    """eval.keep_weights: weights.safetensors holds every seed's weights at every evaluation; the last equal
+    the trained parameters; a run interrupted and resumed keeps the same trajectory as an uninterrupted one."""
+    cfg = _cfg(steps=40, eval=SMALL_EVAL | {"keep_weights": True}, data="per_seed")
+    full = train(cfg, tmp_path / "full")
+    hist = RunDir(tmp_path / "full").read_weights()
+    assert list(hist) == [10, 20, 30, 40]
+    for k, v in full.params.items():
+        assert torch.equal(hist[40][k], v.cpu()), k
+    assert any(not torch.equal(hist[10][k], hist[40][k]) for k in hist[10])  # a trajectory, not one copy
+    train(cfg, tmp_path / "part", stop_after=25)  # checkpointed at 25, last evaluation at 20
+    assert list(RunDir(tmp_path / "part").read_weights()) == [10, 20]
+    train(out=tmp_path / "part", resume=True)
+    again = RunDir(tmp_path / "part").read_weights()
+    assert list(again) == list(hist)
+    for step in hist:
+        for k in hist[step]:
+            assert torch.equal(hist[step][k], again[step][k]), (step, k)
+
+
+def test_keep_weights_off_keeps_the_fingerprint_and_writes_no_file(tmp_path):
+    from icgd.train.config import config_fingerprint
+
+    off = _cfg()
+    on = _cfg(eval=SMALL_EVAL | {"keep_weights": True})
+    assert config_fingerprint(off) != config_fingerprint(on)
+    # without the option, a config keeps the fingerprint it had before the option existed (at 8ac6ca7), so
+    # that cached models stay valid
+    assert (config_fingerprint(TrainConfig()), config_fingerprint(off)) == ("2e36459d16", "abe39e4cf3")
+    train(off, tmp_path / "r")
+    assert not (tmp_path / "r" / "weights.safetensors").exists()
+    assert RunDir(tmp_path / "r").read_weights() == {}
+
+
+def test_a_corrupt_weights_file_is_one_clear_error(tmp_path):
+    from icgd.train.rundir import RunDirError
+
+    run = RunDir(tmp_path)
+    run.weights.write_bytes(b"not safetensors")
+    with pytest.raises(RunDirError, match="corrupt weights file"):
+        run.read_weights()

@@ -71,6 +71,15 @@ def rescaled(kq: Tensor, pv: Tensor, dx: int) -> tuple[Tensor, Tensor, float]:
     return kq / beta, pv * beta, beta
 
 
+def interpolated(stack: Stack, kq_gd: Tensor, pv_gd: Tensor, dx: int, alpha: float = 0.5) -> TransformerLearner:
+    """Fig. 2's interpolated model: (1 - alpha) * the GD construction + alpha * the trained layer's products
+    rescaled as Prop. 1's (`rescaled`); alpha = 0.5 is the authors' midpoint (constructed_token_setup.ipynb,
+    interpolate_weights, raw lines 482-533)."""
+    kq_r, pv_r, _ = rescaled(*products(stack), dx)
+    return TransformerLearner(stack_from_products((1 - alpha) * kq_gd + alpha * kq_r,
+                                                  (1 - alpha) * pv_gd + alpha * pv_r))
+
+
 def _layer_products(w: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
     """(W_KQ, W_PV) of a constructed one-head layer's weights."""
     return w["w_k"][0].T @ w["w_q"][0], w["w_o"][0] @ w["w_v"][0]

@@ -25,6 +25,10 @@ def claims() -> list[Claim]:
               "the paper's curves overlap; 1% is the issue's tolerance; worst seed"),
         Claim("1layer-loss-code-range", "the same with the official code's inputs x ~ U(-0.5, 0.5)",
               "Fig. 2", ONE, lambda r: r[ONE][X.GAP_MAX.format(tag="a0.5")], "<", 0.01, "as above"),
+        Claim("1layer-interpolated-over-training", "the interpolated model (midpoint of the GD construction and the "
+              "rescaled trained layer) ends training within 1% of one GD step (x ~ U(-1, 1))", "Fig. 2 left", ONE,
+              lambda r: r[ONE][X.INTERPOLATED_FINAL_GAP.format(tag="a1")], "<", 0.01,
+              "as 1layer-loss: the figure's interpolated curve lies on GD's line; worst seed at the last evaluation"),
         Claim("1layer-cosine", "sensitivity cosine between trained LSA and GD > 0.99", "Fig. 2", ONE,
               lambda r: r[ONE][X.COSINE_MIN.format(tag="a1")], ">", 0.99,
               "the paper's Fig. 2 shows cosine reaching about 1; worst seed"),
@@ -199,10 +203,22 @@ def claims() -> list[Claim]:
               "'the optimal gamma based on our derivation ... obtains a slightly larger gamma as an optimal value': "
               "the direction only (the text gives no size for 'slightly'); smallest eigenvalue cut at 0.1 (the "
               "source's cut is lost); median seed's gamma"),
-        Claim("curvature-explodes", "beyond gamma of about 0.1 the condition number grows again (median condition "
-              "number at gamma = 0.2 / at 0)", "Fig. 13, A.10", "oswald-curvature",
-              lambda r: r["oswald-curvature"]["median_kappa_at_gamma_0_2_over_0"], ">", 1.0,
-              "Fig. 13: too large a gamma folds the spectrum and the condition number explodes"),
+        Claim("curvature-explodes", "beyond gamma of about 0.1 the condition numbers explode (90th percentile over "
+              "tasks at gamma = 0.2 / at gamma = 0; smallest over the N of the sweep)", "Fig. 13, A.10",
+              "oswald-curvature", lambda r: r["oswald-curvature"][X.KAPPA_EXPLODES], ">", 10.0,
+              "A.10: 'for values larger than 0.1 the distribution quickly exhibits exploding condition numbers': "
+              "the upper tail of the distribution grows by an order of magnitude at twice that gamma; gamma = 0.1 "
+              "itself (the edge) fails the bar at N = 10 (tests/test_bars.py). The bar before (median ratio > 1) "
+              "passed a median that merely doubled"),
+        Claim("curvature-in-range-every-n", "at every N of the sweep the eigenvalues stay below 1 / gamma of the "
+              "models trained at that N (largest gamma * 99th percentile of lambda_max)", "Fig. 13, A.10",
+              "oswald-curvature", lambda r: r["oswald-curvature"][X.N_SWEEP_GAMMA_TIMES_LAMBDA_MAX], "<", 1.0,
+              "A.10: gammas read off models 'trained on different task distributions'; 'the observed eigenvalues "
+              "stay within [0, 1/gamma]'; median seed's gamma at each N"),
+        Claim("curvature-lowers-kappa-every-n", "at every N of the sweep the trained gamma lowers the median "
+              "condition number (largest ratio to gamma = 0)", "Fig. 13, A.10", "oswald-curvature",
+              lambda r: r["oswald-curvature"][X.N_SWEEP_KAPPA_RATIO], "<", 1.0,
+              "as the claim curvature, at each N; the smallest eigenvalue cut at 0.1 as for curvature-explodes"),
         Claim("softmax-1head-worse", "one softmax head is worse than GD (loss / GD)", "Fig. 11, 12",
               "oswald-softmax", lambda r: r[SOFTMAX][X.SOFTMAX_LOSS_OVER_GD.format(variant="softmax1")], ">", 1.01,
               "worse by more than 1% (beyond evaluation noise)"),
@@ -238,6 +254,16 @@ def claims() -> list[Claim]:
               "(ratio of the slowest seeds' transition steps)", "Fig. 15", "oswald-phase",
               lambda r: r["oswald-phase"][X.SLOWEST_TRANSITION.format(heads=2)] / r["oswald-phase"][X.SLOWEST_TRANSITION.format(heads=1)],
               "<", 1.0, "the paper: two heads mitigate the seed-dependent instabilities"),
+        Claim("phase-seed-dependent-training", "on the training loss too (Fig. 15's curves), the one-head "
+              "transition comes at a seed-dependent step (slowest / fastest seed's step)", "Fig. 15, A.11",
+              "oswald-phase", lambda r: r["oswald-phase"]["training." + X.TRANSITION_SPREAD.format(heads=1)], ">", 1.5,
+              "as phase-seed-dependent, read where the figure reads it: each evaluation interval's mean training "
+              "loss within 5% of GD"),
+        Claim("two-heads-stabilise-training", "on the training loss too, two heads make the slowest seed's "
+              "transition earlier than one head (ratio of the slowest seeds' steps)", "Fig. 15", "oswald-phase",
+              lambda r: r["oswald-phase"]["training." + X.SLOWEST_TRANSITION.format(heads=2)]
+              / r["oswald-phase"]["training." + X.SLOWEST_TRANSITION.format(heads=1)], "<", 1.0,
+              "as two-heads-stabilise, on the training loss"),
         Claim("grokking", "one block (LSA + MLP) on 8192 fixed tasks grokks: the held-out loss rises to twice "
               "its first value, then ends within 20% of GD (seeds that do)", "Fig. 15 right, A.11", FIXED,
               lambda r: r[FIXED][X.GROKKING_SEEDS], ">", 0.5,
@@ -253,9 +279,10 @@ def claims() -> list[Claim]:
               "the paper's 8192-task curve reaches GD; 5% for the reduced training"),
         Claim("fixed-data-aligns", "even with few fixed training tasks (512 and more) the trained layer aligns "
               "with GD (smallest sensitivity cosine)", "Fig. 16, A.12", "oswald-fixed-data",
-              lambda r: r[FIXED][X.FIXED_MIN_COSINE], ">", 0.9,
-              "A.12: weights that 'align remarkably well' with GD; 0.9 is clearly aligned, below the 0.99 of "
-              "'about 1' since the source says approximately; median seed per size"),
+              lambda r: r[FIXED][X.FIXED_MIN_COSINE], ">", 0.99,
+              "A.12: weights that 'align remarkably well' with GD, as Fig. 2's layer does: the bar of 1layer-cosine "
+              "(the authors' Fig. 2 reads 1.0). The bar before (0.9) passed two GD steps, whose cosine with one "
+              "step is 0.91 (tests/test_bars.py); median seed per size"),
         Claim("layernorm-lower-alignment", "LayerNorm lowers the alignment with GD (sensitivity cosine)", "Fig. 14a",
               "oswald-softmax", lambda r: r[SOFTMAX]["layernorm.cosine_median"], "<", 0.99,
               "below the bar at which 1layer-cosine calls the alignment about 1; median seed"),
@@ -267,6 +294,15 @@ def claims() -> list[Claim]:
               lambda r: r[SOFTMAX][X.SOFTMAX_LOSS_OVER_GD.format(variant="layernorm-between")], ">", 1.01,
               "'we overall see inferior performance to one or two steps of GD'; as layernorm-worse (1%); median "
               "seed"),
+        Claim("layernorm-between-worse-gdpp", "two LSA layers with a LayerNorm between them lose against two steps "
+              "of GD++ (loss / GD++, per-step eta and gamma)", "Fig. 14b, A.9", SOFTMAX,
+              lambda r: r[SOFTMAX][X.LN2_LOSS_OVER_GDPP], ">", 1.01,
+              "A.9: 'inferior performance to one or two steps of GD or two steps of GD++'; the bar of "
+              "layernorm-worse (1%); median seed"),
+        Claim("layernorm-between-ood-better", "with two layers too, LayerNorm generalises better to larger inputs "
+              "and targets (LN model's loss / the plain 2-layer LSA's at twice the training scale, the larger of "
+              "inputs and teacher)", "A.9, Fig. 14b", SOFTMAX, lambda r: r[SOFTMAX][X.LN2_OOD], "<", 1.0,
+              "as layernorm-ood-better, for Fig. 14's two-layer OOD panel (speculative in the source)"),
         Claim("layernorm-ood-better", "LayerNorm generalises better to larger inputs and targets (LN + LSA loss / "
               "LSA loss at twice the training scale, the larger of inputs and teacher)", "A.9, Fig. 14",
               SOFTMAX, lambda r: r[SOFTMAX][X.LN_OOD], "<", 1.0,

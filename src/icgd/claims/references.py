@@ -63,6 +63,12 @@ REFERENCES: dict[str, dict[str, Reference]] = {
                               "alpha on the log axis (half a marker is about 5%); one family of the five", 0.05),
         "ood-interpolated": Reference(0.0, f"{CTS}, cell 11: the interpolated model's markers coincide with GD's "
                                            "as well", 0.05),
+        **{cid: Reference(None, "none: Fig. 13 is not made by the authors' code, and the text's numbers for it (the "
+                                "sweep's N, the eigenvalue cut, the gammas read off) were lost in extraction")
+           for cid in ("curvature-explodes", "curvature-in-range-every-n", "curvature-lowers-kappa-every-n")},
+        "1layer-interpolated-over-training": Reference(None, f"none: {CTS}, cell 9's loss panel draws GD and the "
+                                                             "trained TF only; the paper's Fig. 2 draws the "
+                                                             "interpolated curve, whose values the text lost"),
         "repeat-0.7": Reference(0.2065, f"{POST}, multiple_steps.html, lambda = 0.7: the trained layer's median loss "
                                         "0.1890 after 50 applications over 0.9153 after 1 (every channel moving)"),
     },

@@ -133,7 +133,9 @@ def one_layer_model(ctx: ExperimentContext, input_range: float = 1.0) -> dict[st
     """{label: config} of the 1-layer LSA of SPEC 1 (one cached model for every experiment of sources 000
     and 001)."""
     label = f"lsa1-a{input_range:g}"
-    return {label: train_config(ctx, label, {"n_layers": 1}, (1500, 5000), input_range=input_range)}
+    # its weights at each evaluation: the interpolated model over training (Fig. 2 left)
+    return {label: train_config(ctx, label, {"n_layers": 1}, (1500, 5000), input_range=input_range,
+                                eval={"keep_weights": True})}
 
 
 def one_layer_run(ctx: ExperimentContext, input_range: float = 1.0) -> TrainResult:
@@ -151,6 +153,16 @@ def eval_tasks(ctx: ExperimentContext, task: TaskDistribution, seed: int = EVAL_
 def tune_tasks(ctx: ExperimentContext, task: TaskDistribution, seed: int = TUNE_SEED) -> Episodes:
     """Tasks the references' learning rates are tuned on (float64, CPU), apart from the held-out ones."""
     return task.sample(size(ctx, TUNE_TASKS), make_generator(seed), dtype=torch.float64)
+
+
+def weights_over_training(res: TrainResult) -> list[tuple[int, list[Any]]]:
+    """(step, [each seed's learner]) at every evaluation of a run that kept its weights (eval.keep_weights;
+    empty for one that did not)."""
+    from icgd.train.models import seed_learner
+
+    n = len(res.config.seeds)
+    return [(step, [seed_learner(res.config, params, i) for i in range(n)])
+            for step, params in RunDir(res.run_dir).read_weights().items()]
 
 
 def curve_tasks(res: TrainResult) -> Episodes:

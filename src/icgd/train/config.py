@@ -87,6 +87,8 @@ class EvalConfig(StrictSection):
                                                                 "(stack), else 1")
     n_tune: int = Field(10_000, ge=2, description="tasks to tune the reference's learning rates on")
     alignment_tasks: int = Field(1024, ge=0, description="tasks for the alignment metrics (0 = skip)")
+    keep_weights: bool = Field(False, description="also save every seed's weights at each evaluation "
+                                                  "(weights.safetensors: the trajectory over training)")
 
 
 class TrainConfig(StrictSection):
@@ -293,6 +295,8 @@ def config_fingerprint(config: TrainConfig, device: str | torch.device = "cpu") 
     """A short hash of the resolved config and of the device type when it is not the CPU (what experiment
     caches are keyed by: a GPU run is not mixed with a CPU run)."""
     data = config.model_dump(mode="json")
+    if not data["eval"]["keep_weights"]:  # added later: configs without it keep their fingerprints
+        del data["eval"]["keep_weights"]
     if data["model"].get("kind", "stack") == "stack":
         v1 = _v1_model(data["model"])
         if v1 is not None:

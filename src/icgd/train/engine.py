@@ -189,6 +189,8 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
         acc = torch.tensor(meta["acc"], dtype=torch.float64, device=device)
         acc_n = meta["acc_n"]
     run.write_metrics(rows)
+    # the weights at each evaluation (eval.keep_weights); a resumed run keeps those up to its checkpoint
+    history = {k: v for k, v in run.read_weights().items() if k <= step} if config.eval.keep_weights else {}
     saved_step: list[int | str] = [step if ckpt is not None else "none"]
 
     def checkpoint() -> None:
@@ -236,6 +238,9 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
                            "reference_loss": reference.loss, "lr": opt.lr_at(step - 1)} | r
                     rows.append({k: row.get(k) for k in METRIC_COLUMNS})
                 run.write_metrics(rows)
+                if config.eval.keep_weights:
+                    history[step] = {k: v.detach().to("cpu", copy=True) for k, v in params.items()}
+                    run.write_weights(history)
                 acc.zero_()
                 acc_n = 0
                 last_eval = float(sum(r["eval_loss"] for r in ev_rows) / n_seeds)

@@ -1,5 +1,5 @@
 """Run directories: config.yaml, env.json, reference.json, metrics.parquet, checkpoint.safetensors (+ .json),
-summary.json.
+summary.json, and weights.safetensors where the config keeps the weights at each evaluation.
 
 The metrics (one row per evaluation step and seed) are written as Parquet (typed columns, exact floats) by
 pyarrow; run directories written before keep their metrics.csv, which every reader falls back to."""
@@ -38,6 +38,7 @@ class RunDir:
         self.summary = path / "summary.json"
         self.env = path / "env.json"
         self.reference = path / "reference.json"
+        self.weights = path / "weights.safetensors"
 
     @classmethod
     def create(cls, path: str | Path) -> "RunDir":
@@ -86,6 +87,33 @@ class RunDir:
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_json(self.summary, summary)
 
+    def write_weights(self, history: dict[int, dict[str, Any]]) -> None:
+        """Replace weights.safetensors with `history` ({step: {parameter: tensor (seeds first)}}), atomically."""
+        from safetensors.torch import save_file
+
+        flat = {f"{step}/{k}": v.detach().to("cpu").contiguous() for step, params in history.items()
+                for k, v in params.items()}
+        with atomic_path(self.weights) as tmp:
+            save_file(flat, str(tmp))
+
+    def read_weights(self) -> dict[int, dict[str, Any]]:
+        """{step: {parameter: tensor}} as written by `write_weights` (empty when the run kept none); a file
+        that is not one raises RunDirError."""
+        if not self.weights.is_file():
+            return {}
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+
+        try:
+            flat = load_file(str(self.weights))
+        except (SafetensorError, OSError, ValueError) as e:
+            raise RunDirError(f"{self.weights}: corrupt weights file ({first_words(e)})") from None
+        out: dict[int, dict[str, Any]] = {}
+        for key, v in flat.items():
+            step, _, name = key.partition("/")
+            out.setdefault(int(step), {})[name] = v
+        return dict(sorted(out.items()))
+
     def write_metrics(self, rows: list[dict[str, Any]]) -> None:
         """Replace metrics.parquet with exactly `rows` ({column: value} with the keys of METRIC_COLUMNS; a
         missing or None value is null), atomically: called at the start, on resume and after each evaluation
@@ -133,3 +161,8 @@ def _num(v: str) -> Any:
         return int(v)
     except ValueError:
         return float(v)
+
+
+def first_words(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__

@@ -3,6 +3,7 @@
 
 # ---- the linear study
 GAP_MAX = "{tag}.relative_gap_max"  # oswald-1layer, tag a1 or a0.5
+INTERPOLATED_FINAL_GAP = "{tag}.interpolated_final_gap_max"
 COSINE_MIN = "{tag}.sensitivity_cosine_min"
 KQ_ERROR_MEDIAN = "{tag}.kq_relative_error_median"
 INTERPOLATION_MAX_INCREASE = "max_relative_increase"  # oswald-interpolation
@@ -24,11 +25,16 @@ FIVE_INTERPOLATION = "five.interpolation_to_gdpp_max_increase_median"
 GAMMA_DERIVED_OVER_TF = "gamma_derived_over_gamma_tf"  # oswald-curvature
 GROKKING_SEEDS = "grokking.seeds"  # oswald-fixed-data
 LN_OOD = "layernorm.ood_loss_over_lsa_at_alpha_2_max"  # oswald-softmax
+LN2_OOD = "layernorm-between.ood_ratio_at_alpha_2_max"
+LN2_LOSS_OVER_GDPP = "layernorm-between.loss_over_gdpp_median"
 DEPTH_MAX_TF_OVER_GD = "max_tf_over_gd_depths_2_4"  # oswald-depth
 DEPTH_MAX_PD_RATIO = "max_pd_gdpp_over_pd_gd"
 DEPTH_OOD_MAX = "ood_max_relative_deviation_vs_gdpp_alpha_le_1_5"
 KAPPA_RATIO = "median_kappa_ratio_at_gamma_tf"  # oswald-curvature
 GAMMA_TIMES_LAMBDA_MAX = "gamma_tf_times_lambda_max_p99"
+N_SWEEP_GAMMA_TIMES_LAMBDA_MAX = "n_sweep.max_gamma_times_lambda_max_p99"
+N_SWEEP_KAPPA_RATIO = "n_sweep.max_median_kappa_ratio"
+KAPPA_EXPLODES = "n_sweep.min_kappa_p90_at_gamma_0_2_over_0"
 SOFTMAX_LOSS_OVER_GD = "{variant}.loss_over_gd_median"  # oswald-softmax: softmax1, softmax2, layernorm
 SOFTMAX_HEADS_CANCEL = "softmax2.offdiagonal_sum_over_heads_median"
 SOFTMAX_LR_SPREAD = "softmax1.loss_over_gd_max_over_min_across_lr"

@@ -9,6 +9,7 @@ import numpy as np
 
 from icgd.analysis.readoff import (
     gd_products,
+    interpolated,
     products,
     rescaled,
     stack_from_products,
@@ -16,6 +17,7 @@ from icgd.analysis.readoff import (
 from icgd.core.metrics import alignment, evaluate
 from icgd.experiments.common import (
     ALIGN_TASKS,
+    curve_tasks,
     curves,
     eval_tasks,
     median,
@@ -25,10 +27,12 @@ from icgd.experiments.common import (
     seed_losses,
     size,
     tune_tasks,
+    weights_over_training,
 )
 from icgd.experiments.oswald.keys import (
     COSINE_MIN,
     GAP_MAX,
+    INTERPOLATED_FINAL_GAP,
     INTERPOLATION_MAX_INCREASE,
     KQ_ERROR_MEDIAN,
 )
@@ -108,6 +112,7 @@ def one_layer(ctx: ExperimentContext) -> None:
         band(axes[0], steps, tf, f"TF, a={a:g}", COLORS["tf"], linestyle=style)
         _, ref = curves(res, "reference_loss")  # GD on the same held-out tasks as the curve
         axes[0].plot(steps, ref[0], color=COLORS["gd"], linestyle=style, label=f"GD, a={a:g}")
+        _interpolated_curve(ctx, res, gd, tag, axes[0], style)
         for ax, key in zip(axes[1:], ("prediction_difference", "sensitivity_cosine", "sensitivity_l2")):
             steps, ys = curves(res, key)
             band(ax, steps, ys, f"a={a:g}", COLORS["tf"], linestyle=style)
@@ -131,6 +136,31 @@ def one_layer(ctx: ExperimentContext) -> None:
     fig.suptitle("one trained LSA layer vs one GD step (held-out tasks)")
     ctx.figure("training", fig)
     ctx.table("per_seed", rows)
+
+
+def _interpolated_curve(ctx: ExperimentContext, res: Any, gd: Any, tag: str, ax: Any, style: str) -> None:
+    """Fig. 2 left's third curve: the interpolated model (`interpolated`: the midpoint of the GD construction
+    and the rescaled trained layer) at every evaluation, on the training curve's held-out tasks, as the
+    authors' training loop computes it every 100 steps (constructed_token_setup.ipynb, raw lines 613-615).
+    Result INTERPOLATED_FINAL_GAP: the largest |interpolated / GD - 1| over seeds at the last evaluation."""
+    task = res.config.task
+    history = weights_over_training(res)
+    if not history:  # a run cached before it kept its weights
+        return
+    kq_gd, pv_gd = gd_products(task.dx, task.dy, gd.etas[0], task.n_context)
+    cev = curve_tasks(res)
+    gd_loss = evaluate(gd, cev).mean
+    steps = [step for step, _ in history]
+    ys = np.array([[evaluate(interpolated(lr.model, kq_gd, pv_gd, task.dx), cev).mean for lr in learners]
+                   for _, learners in history]).T  # seeds x steps
+    finals = ys[:, -1]
+    ctx.result(INTERPOLATED_FINAL_GAP.format(tag=tag), float(np.max(np.abs(finals / gd_loss - 1))))
+    ctx.result(f"{tag}.interpolated_curve", {"steps": steps, "median": np.median(ys, 0).tolist()})
+    ctx.report(f"{tag}: the interpolated model's loss over training ends at GD's (Fig. 2 left)",
+               f"final interpolated loss per seed {', '.join(f'{x:.4f}' for x in finals)} against GD {gd_loss:.4f}")
+    shown = np.where(np.isfinite(ys), ys, np.nan)
+    ax.plot(steps, np.nanmedian(shown, 0), color=COLORS["interp"], linestyle=style,
+            label=f"interpolated, a={tag[1:]} (median seed)")
 
 
 # ----------------------------------------------------------------------------------- interpolation

@@ -7,9 +7,7 @@ import numpy as np
 
 from icgd.analysis.readoff import (
     gd_products,
-    products,
-    rescaled,
-    stack_from_products,
+    interpolated,
 )
 from icgd.core.metrics import evaluate
 from icgd.experiments.common import (
@@ -35,7 +33,6 @@ from icgd.experiments.oswald.shared import (
 )
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.explicit import ZeroPredictor
-from icgd.learners.transformer import TransformerLearner
 from icgd.learners.tuning import tune_gd
 from icgd.results.figures import COLORS, band, subplots
 
@@ -53,8 +50,7 @@ def ood(ctx: ExperimentContext) -> None:
     learners = seed_learners(res)
     interp = []
     for learner in learners:
-        kq_r, pv_r, _ = rescaled(*products(learner.model), task.dx)
-        interp.append(TransformerLearner(stack_from_products((kq_gd + kq_r) / 2, (pv_gd + pv_r) / 2)))
+        interp.append(interpolated(learner.model, kq_gd, pv_gd, task.dx))
     fig, axes = subplots(len(OOD_FAMILIES), width=3.2)
     rows, devs, interp_devs, gd_over_zero, other_laws = [], [], [], {}, []
     for ax, (fam, make) in zip(axes, OOD_FAMILIES.items()):

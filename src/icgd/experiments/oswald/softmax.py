@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -24,6 +26,8 @@ from icgd.experiments.common import (
     tune_tasks,
 )
 from icgd.experiments.oswald.keys import (
+    LN2_LOSS_OVER_GDPP,
+    LN2_OOD,
     LN_HEADS_CHANGE,
     LN_OOD,
     SOFTMAX_BEST_LR,
@@ -38,7 +42,7 @@ from icgd.experiments.oswald.shared import (
     OOD_TASKS,
 )
 from icgd.experiments.registry import ExperimentContext, register
-from icgd.learners.tuning import tune_gd
+from icgd.learners.tuning import tune_gd, tune_gdpp
 from icgd.nn.attention import attention_products
 from icgd.results.figures import COLORS, band, heatmap, label_axes, subplots
 from icgd.train.config import TrainConfig
@@ -64,11 +68,17 @@ _SOFTMAX_KEYS = {"softmax, 1 head": "softmax1", "softmax, 2 heads": "softmax2", 
 _SOFTMAX_LRS = {"softmax1-lr3e-4": 3e-4, "softmax1-lr3e-3": 3e-3}
 
 
+#: the plain 2-layer LSA that Fig. 14's two-layer OOD panel sets the LayerNorm model against (oswald-depth's
+#: model of the same name and config: one cached model)
+_LSA2 = {"n_layers": 2, "recurrent": False}
+
+
 def _softmax_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
-    """The A.9 models, and the 1-layer LSA (the LayerNorm OOD comparison)."""
+    """The A.9 models, and the plain 1- and 2-layer LSAs (the LayerNorm OOD comparisons)."""
     return {key: train_config(ctx, key, _SOFTMAX_VARIANTS[name], (2000, authors_steps(_SOFTMAX_VARIANTS[name])),
                               lr=_SOFTMAX_LRS.get(key))
-            for name, key in _SOFTMAX_KEYS.items()} | one_layer_model(ctx)
+            for name, key in _SOFTMAX_KEYS.items()} | one_layer_model(ctx) | {
+        "depth-layers-2": train_config(ctx, "depth-layers-2", _LSA2, (2000, authors_steps(_LSA2)))}
 
 
 @register("oswald-softmax", "softmax attention with 1 and 2 heads, and LayerNorm, vs one GD step "
@@ -96,6 +106,8 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
                          "loss_over_gd": loss / gd_loss, "sensitivity_cosine": coss[-1]})
         ctx.result(SOFTMAX_LOSS_OVER_GD.format(variant=keys[name]), median([x / gd_loss for x in losses]))
         ctx.result(f"{keys[name]}.cosine_median", median(coss))
+        if keys[name] == "layernorm-between":  # Fig. 14b against two steps of GD++ as well (A.9's text)
+            _against_gdpp(ctx, res, ev, losses)
         color = {"softmax1": COLORS["tf"], "softmax2": COLORS["other"], "layernorm": COLORS["interp"]}.get(keys[name])
         if color is None:  # the lr and head-count variants are in the table, not in the figure
             continue
@@ -129,14 +141,30 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
     label_axes(axes, ("loss", "sensitivity cosine with GD"), ("loss", "cosine"))
     ctx.figure("softmax_layernorm", fig)
     ctx.table("softmax_layernorm", rows)
-    _layernorm_ood(ctx, trained["layernorm"], one_layer_run(ctx))
+    _layernorm_ood(ctx, trained["layernorm"], one_layer_run(ctx), LN_OOD, "layernorm_ood")
+    lsa2 = ctx.train("depth-layers-2", configs["depth-layers-2"])
+    _layernorm_ood(ctx, trained["layernorm-between"], lsa2, LN2_OOD, "layernorm_between_ood")
 
 
-def _layernorm_ood(ctx: ExperimentContext, ln: TrainResult, lsa: TrainResult) -> None:
-    """A.9's speculation that LayerNorm generalises better to larger inputs and targets (Fig. 14, OOD): the
-    LN + LSA model against the plain 1-layer LSA (both trained in distribution) on A.2's two families,
-    median seed each. Result LN_OOD: the larger over the two families of LN loss / LSA loss at the largest
-    scale (alpha = 2); table layernorm_ood."""
+def _against_gdpp(ctx: ExperimentContext, res: TrainResult, ev: Any, losses: list[float]) -> None:
+    """The two-layer LayerNorm model against two steps of GD++ (per-step eta and gamma, clipped as the model):
+    A.9 finds it 'inferior to ... two steps of GD++' although it aligns well. Results LN2_LOSS_OVER_GDPP and
+    the median cosine with GD++."""
+    gdpp = tune_gdpp(tune_tasks(ctx, res.config.task), 2, clip=res.config.model.clip)
+    gdpp_loss = evaluate(gdpp, ev).mean
+    coss = [alignment(lr, gdpp, ev[:size(ctx, ALIGN_TASKS)])["sensitivity_cosine"].mean for lr in seed_learners(res)]
+    ctx.result(LN2_LOSS_OVER_GDPP, median([x / gdpp_loss for x in losses]))
+    ctx.result("layernorm-between.cosine_gdpp_median", median(coss))
+    ctx.result("gdpp_2_loss", gdpp_loss)
+    ctx.report("two layers with LayerNorm between them are inferior to two steps of GD++ though well aligned (A.9)",
+               f"loss / GD++ {ctx.results[LN2_LOSS_OVER_GDPP]:.3f}, cosine with GD++ {median(coss):.4f}")
+
+
+def _layernorm_ood(ctx: ExperimentContext, ln: TrainResult, lsa: TrainResult, key: str, name: str) -> None:
+    """A.9's speculation that LayerNorm generalises better to larger inputs and targets (Fig. 14, OOD): a
+    LayerNorm model against the plain LSA of its depth (both trained in distribution) on A.2's two families,
+    median seed each. Result `key`: the larger over the two families of LN loss / LSA loss at the largest
+    scale (alpha = 2); table `name`."""
     rows, at_max = [], []
     models = {"LayerNorm + LSA": ln, "LSA": lsa}
     for fam in ("input scale (uniform)", "teacher scale"):
@@ -146,10 +174,10 @@ def _layernorm_ood(ctx: ExperimentContext, ln: TrainResult, lsa: TrainResult) ->
             rows.append({"family": fam, "alpha": a, "layernorm_loss_median": loss["LayerNorm + LSA"],
                          "lsa_loss_median": loss["LSA"], "ratio": loss["LayerNorm + LSA"] / loss["LSA"]})
         at_max.append(rows[-1]["ratio"])
-    ctx.result(LN_OOD, max(at_max))
-    ctx.table("layernorm_ood", rows)
-    ctx.report("LayerNorm might enable 'better generalization for larger inputs as well as targets' (A.9, "
-               "speculative)", "LN + LSA loss / LSA loss at alpha = 2 (median seeds): input scale "
+    ctx.result(key, max(at_max))
+    ctx.table(name, rows)
+    ctx.report(f"LayerNorm might enable 'better generalization for larger inputs as well as targets' (A.9, "
+               f"speculative; {ln.config.model.n_layers} layer(s))", "LN loss / LSA loss at alpha = 2 (median seeds): input scale "
                f"{at_max[0]:.3g}, teacher scale {at_max[1]:.3g}")
 
 
