@@ -172,10 +172,10 @@ def _n_sweep(ctx: ExperimentContext, done: dict[int, tuple[torch.Tensor, list[fl
             gammas = [gamma_of(lr.model, res.config.task.dx) for lr in seed_learners(res)]
         g = median(gammas)
         k0, kg = condition_numbers(lam, 0.0), condition_numbers(lam, g)
+        p99 = float(torch.quantile(lam.max(1).values, 0.99))
         rows.append({"n_context": n, "lambda_min": float(lam.min()), "lambda_max": float(lam.max()),
-                     "lambda_max_p99": float(torch.quantile(lam.max(1).values, 0.99)),
-                     "gamma_tf_median": g, "gamma_tf_per_seed": gammas,
-                     "gamma_times_lambda_max_p99": g * float(torch.quantile(lam.max(1).values, 0.99)),
+                     "lambda_max_p99": p99, "gamma_tf_median": g, "gamma_tf_per_seed": gammas,
+                     "gamma_times_lambda_max_p99": g * p99,
                      "median_kappa_gamma_0": float(k0.median()), "median_kappa_gamma_tf": float(kg.median()),
                      "median_kappa_ratio": float(kg.median() / k0.median()),
                      "kappa_p90_at_gamma_0_2_over_0": explosion(lam)})
