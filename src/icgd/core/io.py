@@ -68,3 +68,9 @@ def fingerprint(value: str | bytes | Any, length: int = 10) -> str:
     else:
         data = json.dumps(value, sort_keys=True).encode()
     return hashlib.sha256(data).hexdigest()[:length]
+
+
+def first_line(err: BaseException) -> str:
+    """An error's message in one line (its type's name when it has none)."""
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__

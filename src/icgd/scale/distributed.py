@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from icgd.core.io import first_line  # also imported from here by icgd.scale.sweep
+
 
 class RayUnavailable(ValueError):
     """Ray is needed (several workers, or a cluster address) but not installed, or the cluster at the given
@@ -166,12 +168,6 @@ class Pool:
             except Exception:  # already finished, or the runtime is gone
                 pass
         self._pending.clear()
-
-
-def first_line(err: BaseException) -> str:
-    """An error's message in one line (its type's name when it has none)."""
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__
 
 
 def _call(fn: Callable, threads: int, *args: Any) -> Any:

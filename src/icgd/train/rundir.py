@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from icgd.core.io import atomic_path, write_json, write_text
+from icgd.core.io import atomic_path, first_line, write_json, write_text
 
 METRIC_COLUMNS = ["step", "seed", "train_loss", "eval_loss", "eval_ci_low", "eval_ci_high", "reference_loss",
                   "prediction_difference", "sensitivity_cosine", "sensitivity_l2", "lr"]
@@ -107,7 +107,7 @@ class RunDir:
         try:
             flat = load_file(str(self.weights))
         except (SafetensorError, OSError, ValueError) as e:
-            raise RunDirError(f"{self.weights}: corrupt weights file ({first_words(e)})") from None
+            raise RunDirError(f"{self.weights}: corrupt weights file ({first_line(e)})") from None
         out: dict[int, dict[str, Any]] = {}
         for key, v in flat.items():
             step, _, name = key.partition("/")
@@ -161,8 +161,3 @@ def _num(v: str) -> Any:
         return int(v)
     except ValueError:
         return float(v)
-
-
-def first_words(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__
