@@ -28,6 +28,8 @@ from icgd.experiments.oswald.keys import (
     COPY_LOSS_OVER_GD1,
     COPY_NEIGHBOUR_RATIO,
     COPY_ONSET_FIRST,
+    COPY_OTHERS_PEAK,
+    COPY_OWN_KEPT,
     COPY_SPEED_SPREAD,
     ZERO_LOSS,
 )
@@ -198,7 +200,7 @@ def _copy_study(ctx: ExperimentContext, setup: str) -> None:
     gd_loss = evaluate(gd, ev).mean
     gd2_loss = evaluate(tune_gd(tune, 2), ev).mean
     zero = evaluate(ZeroPredictor(), ev).mean
-    fig, axes = subplots(3, width=3.9, height=3.1)
+    fig, axes = subplots(4, width=3.9, height=3.1)
     rows, summary = [], {}
     for first, color in (("softmax", COLORS["tf"]), ("linear", COLORS["other"])):
         cfg = _copy_models(ctx, setup)[_copy_label(first, setup)]
@@ -220,6 +222,12 @@ def _copy_study(ctx: ExperimentContext, setup: str) -> None:
             band(ax, steps, ys, "s = t + 1" if k == "neighbour" else ("s = t" if k == "self" else "other s"),
                  {"neighbour": COLORS["tf"], "others": COLORS["other"], "self": COLORS["gd"]}[k], per_seed=True,
                  linestyle=style)
+            if first == "softmax":  # Fig. 5 right: the authors' own measure (analyse_copy)
+                ys = np.array([[r[f"seed{s}.code_{k}"] for r in track] for s in ctx.seeds])
+                band(axes[3], steps, ys, {"neighbour": "d t(e_j) / d e_j+1", "others": "d t(e_j) / d e_other",
+                                          "self": "d t(e_j) / d e_j"}[k],
+                     {"neighbour": COLORS["tf"], "others": COLORS["other"], "self": COLORS["gd"]}[k], per_seed=True,
+                     linestyle=style)
         per_seed = []
         for i, (s, learner) in enumerate(zip(ctx.seeds, seed_learners(res))):
             loss = evaluate(learner, ev).mean
@@ -237,7 +245,10 @@ def _copy_study(ctx: ExperimentContext, setup: str) -> None:
                    "neighbour_notable_step": t_onset,
                    "code_neighbour_grad_final": code[f"seed{s}.code_neighbour"],
                    "code_others_grad_final": code[f"seed{s}.code_others"],
-                   "code_self_grad_final": code[f"seed{s}.code_self"]}
+                   "code_self_grad_final": code[f"seed{s}.code_self"],
+                   "code_self_grad_initial": track[0][f"seed{s}.code_self"],
+                   "code_others_over_self_peak": max(r[f"seed{s}.code_others"] / r[f"seed{s}.code_self"]
+                                                     for r in track)}
             rows.append(row)
             per_seed.append(row)
         summary[first] = per_seed
@@ -255,6 +266,9 @@ def _copy_study(ctx: ExperimentContext, setup: str) -> None:
                        if dropped else float("nan"))
             halfway = [r["loss_halfway_step"] for r in per_seed]
             ctx.result(COPY_SPEED_SPREAD, max(halfway) / min(halfway))
+            ctx.result(COPY_OWN_KEPT, median([abs(r["code_self_grad_final"] / r["code_self_grad_initial"] - 1)
+                                              for r in per_seed]))
+            ctx.result(COPY_OTHERS_PEAK, median([r["code_others_over_self_peak"] for r in per_seed]))
             ctx.result("softmax.code_neighbour_over_others_final_median",
                        median([r["code_neighbour_grad_final"] / r["code_others_grad_final"] for r in per_seed]))
     for ax in axes:
@@ -266,7 +280,10 @@ def _copy_study(ctx: ExperimentContext, setup: str) -> None:
     axes[0].legend(fontsize=6)
     axes[1].set_title("softmax first layer: |d out_t / d in_s|")
     axes[2].set_title("linear first layer: |d out_t / d in_s|")
-    for ax in axes[1:]:
+    axes[3].set_title("softmax first layer, the code's measure (Fig. 5 right)")
+    axes[3].set_ylabel("norm of the task-mean gradient")
+    axes[3].legend(fontsize=6)
+    for ax in axes[1:3]:
         ax.set_ylabel("mean Frobenius norm")
         ax.set_yscale("log")
         ax.legend(fontsize=6)
@@ -293,6 +310,11 @@ def _copy_study(ctx: ExperimentContext, setup: str) -> None:
                "final neighbour / others per seed: "
                + ", ".join(f"{r['code_neighbour_grad_final'] / r['code_others_grad_final']:.1f}" for r in sm)
                + "; self " + ", ".join(f"{r['code_self_grad_final']:.2f}" for r in sm))
+    ctx.report("the first layer keeps its own token and stays independent of the others (Fig. 5 right)",
+               "own-token gradient (the code's measure) initial -> final per seed: "
+               + ", ".join(f"{r['code_self_grad_initial']:.2f} -> {r['code_self_grad_final']:.2f}" for r in sm)
+               + "; largest others / own over training: "
+               + ", ".join(f"{r['code_others_over_self_peak']:.3f}" for r in sm))
     ctx.report("a linear first layer could not be trained",
                f"loss / 1-step GD with a linear first layer: median {median([r['loss_over_gd1'] for r in li]):.3f}")
     layout = ("the authors' code's interleaved tokens (Dx wide, y in x's last slot, a 10-dim sinusoidal position "

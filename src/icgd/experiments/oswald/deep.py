@@ -129,8 +129,28 @@ def deep(ctx: ExperimentContext) -> None:
     ctx.table("deep", rows)
     _rec2_interpolation(ctx, rec, out_rec["gdpp_shared"], ev)
     _five_interpolation(ctx, five, out_five["gdpp"], ev)
-    deep_ood(ctx, task, {"rec2": (rec, out_rec["gdpp_shared"]), "five": (five, out_five["gdpp"])}, "deep_ood",
-              "recurrent 2-layer (vs GD++ with one eta, gamma) and 5-layer (vs per-layer GD++) out of distribution")
+    deep_ood(ctx, task, {"rec2": (rec, out_rec["gdpp_shared"]), "five": (five, out_five["gdpp"]),
+                         "rec2-interpolated": (_rec2_midpoints(rec, out_rec["gdpp_shared"]), out_rec["gdpp_shared"])},
+             "deep_ood", "recurrent 2-layer (vs GD++ with one eta, gamma), its interpolated model and 5-layer (vs "
+             "per-layer GD++) out of distribution")
+
+
+def _rec2_on_path(rec: TrainResult, gdpp: Any) -> list[Any]:
+    """For every seed, the function alpha -> the recurrent 2-layer LSA whose products are (1 - alpha) * the GD++
+    construction with its one (eta, gamma) + alpha * the seed's rescaled trained products (A.3)."""
+    task = rec.config.task
+    kq_pp, pv_pp = gdpp_products(task.dx, task.dy, gdpp.etas[0], gdpp.gammas[0], task.n_context)
+
+    def path(kq_r: Any, pv_r: Any) -> Any:
+        return lambda a: TransformerLearner(stack_from_products((1 - a) * kq_pp + a * kq_r, (1 - a) * pv_pp + a * pv_r,
+                                                                n_layers=2, recurrent=True))
+    return [path(*rescaled(*products(lr.model), task.dx)[:2]) for lr in seed_learners(rec)]
+
+
+def _rec2_midpoints(rec: TrainResult, gdpp: Any) -> list[Any]:
+    """Fig. 6b's interpolated recurrent model of every seed: the midpoint of its A.3 path (alpha = 0.5, the
+    authors' midpoint of the 1-layer interpolation, constructed_token_setup.ipynb raw lines 482-533)."""
+    return [on_path(0.5) for on_path in _rec2_on_path(rec, gdpp)]
 
 
 def _rec2_interpolation(ctx: ExperimentContext, rec: TrainResult, gdpp: Any, ev: Episodes) -> None:
@@ -138,14 +158,10 @@ def _rec2_interpolation(ctx: ExperimentContext, rec: TrainResult, gdpp: Any, ev:
     to the rescaled trained products; results: the largest loss on the path over the larger endpoint's,
     minus 1, median seed (REC2_INTERPOLATION) and worst seed (a seed still on its plateau has products
     that are not GD++'s, and its path can blow up)."""
-    task = rec.config.task
-    kq_pp, pv_pp = gdpp_products(task.dx, task.dy, gdpp.etas[0], gdpp.gammas[0], task.n_context)
     alphas = np.linspace(0, 1, 11)
     worst, rows = [], []
-    for s, lr in zip(rec.config.seeds, seed_learners(rec)):
-        kq_r, pv_r, _ = rescaled(*products(lr.model), task.dx)
-        losses = [evaluate(TransformerLearner(stack_from_products((1 - a) * kq_pp + a * kq_r, (1 - a) * pv_pp + a * pv_r,
-                                                                  n_layers=2, recurrent=True)), ev).mean for a in alphas]
+    for s, on_path in zip(rec.config.seeds, _rec2_on_path(rec, gdpp)):
+        losses = [evaluate(on_path(float(a)), ev).mean for a in alphas]
         worst.append(max(losses) / max(losses[0], losses[-1]) - 1)
         rows += [{"seed": s, "alpha": float(a), "loss": x} for a, x in zip(alphas, losses)]
     ctx.result(REC2_INTERPOLATION, median(worst))

@@ -49,9 +49,13 @@ FIXED_MIN_COSINE = "min_cosine_median_size_ge_512"
 SINE_MEDIAN = "{measure}_median"  # oswald-sine: tf_loss, initial_function_distance, final_function_distance, ...
 SINE_LOSS_RATIO_MAX = "loss_ratio_max"
 SINE_TF_OVER_CONTROL = "tf_over_control_loss_{stat}"  # median or max over seeds
+SINE_PD_OVER_CONTROL_ERROR = "pd_over_control_error_median"  # |y_TF - y_control| / |y_control - y|, median seed
+SINE_PARTIAL_COSINE_FINAL = "partial_cosine_final_median"  # Fig. 4 middle's last point, median seed
 ZERO_LOSS = "zero_loss"  # oswald-sine and oswald-copy
 COPY_LOSS_OVER_GD1 = "{first}.loss_over_gd1_median"  # oswald-copy, first softmax or linear
 COPY_NEIGHBOUR_RATIO = "{first}.neighbour_over_others_final_median"
 COPY_GRADIENT_FIRST = "softmax.grad_before_loss_ratio_median"  # halfway up / halfway down
 COPY_ONSET_FIRST = "softmax.grad_onset_over_loss_halfway_median"  # neighbour / others >= 3 / halfway down
 COPY_SPEED_SPREAD = "softmax.slowest_over_fastest_loss_halfway"
+COPY_OWN_KEPT = "softmax.code_self_change_median"  # |own-token gradient final / initial - 1|, the code's measure
+COPY_OTHERS_PEAK = "softmax.code_others_over_self_peak_median"  # largest others / own over training

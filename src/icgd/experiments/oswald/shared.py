@@ -69,12 +69,13 @@ def recurrent2_model(ctx: ExperimentContext) -> dict[str, TrainConfig]:
                                     reference="gdpp")}
 
 
-def deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainResult, Any]], name: str,
+def deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainResult | list[Any], Any]], name: str,
              title: str) -> dict[str, float]:
     """The deep models against their GD++ on the out-of-distribution families of `oswald-ood` (Fig. 6b, 6c,
     7; A.2): the median seed's loss (a deep model's seed may still be on its plateau) and the largest
     |TF / GD++ - 1| for alpha <= 1.5, over A.2's two families (result DEEP_OOD, also returned by model) and
-    over Fig. 6's four columns (DEEP_OOD_ALL); figure and table `name`."""
+    over Fig. 6's four columns (DEEP_OOD_ALL); figure and table `name`. A model is a training run or a list
+    of learners, one per seed (Fig. 6b's interpolated model)."""
     palette = [COLORS["tf"], COLORS["other"], COLORS["gdpp"], COLORS["interp"], COLORS["gd"], "#8c564b", "#e377c2"]
     fig, axes = subplots(len(OOD_FAMILIES), width=3.2)
     rows, devs, devs_all = [], {tag: [] for tag in models}, {tag: [] for tag in models}
@@ -84,7 +85,9 @@ def deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainRes
             ev = eval_tasks(ctx, make(task, a), EVAL_SEED + i, OOD_TASKS)
             for tag, (_, ref) in models.items():
                 g = evaluate(ref, ev).mean
-                per_seed = seed_losses(models[tag][0], ev)
+                model = models[tag][0]
+                per_seed = ([evaluate(lr, ev).mean for lr in model] if isinstance(model, list)
+                            else seed_losses(model, ev))
                 t = median(per_seed)
                 curves_[tag][0].append(t)
                 curves_[tag][1].append(g)
@@ -95,7 +98,8 @@ def deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainRes
                     if fam in A2_FAMILIES:
                         devs[tag].append(abs(t / g - 1))
         for (tag, (t, g)), color in zip(curves_.items(), palette):
-            ax.plot(ood_alphas(fam), t, color=color, marker="o", markersize=3, label=f"{tag} TF (median seed)")
+            kind = "" if isinstance(models[tag][0], list) else " TF"
+            ax.plot(ood_alphas(fam), t, color=color, marker="o", markersize=3, label=f"{tag}{kind} (median seed)")
             ax.plot(ood_alphas(fam), g, color=color, linestyle="--", label=f"{tag}: its GD++")
         ax.set_yscale("log")
         tf_max = max((v for t, _ in curves_.values() for v in t if np.isfinite(v)), default=None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -19,10 +20,13 @@ from icgd.experiments.common import (
     median,
     seed_learners,
     size,
+    weights_over_training,
 )
 from icgd.experiments.oswald.keys import (
     SINE_LOSS_RATIO_MAX,
     SINE_MEDIAN,
+    SINE_PARTIAL_COSINE_FINAL,
+    SINE_PD_OVER_CONTROL_ERROR,
     SINE_TF_OVER_CONTROL,
     ZERO_LOSS,
 )
@@ -38,6 +42,9 @@ from icgd.train.engine import TrainResult
 GRID_TASKS = Size(quick=256, full=256, smoke=16)
 
 SINE_ALIGN_TASKS = Size(quick=1024, full=1024)
+
+#: held-out tasks of the alignment curves over training (Fig. 4 middle)
+SINE_CURVE_TASKS = Size(quick=512, full=1024, smoke=16)
 
 GRID = torch.linspace(-5, 5, 201, dtype=torch.float64)
 
@@ -61,7 +68,7 @@ def sine_config(ctx: ExperimentContext, control: bool, code: bool = False) -> Tr
             "name": "sine-gd" if control else "sine-lsa", "task": {"kind": "sine"},
             "model": {"kind": "mlp_lsa", "gd_control": control}, "optim": {"lr": 1e-3}, "steps": n,
             "batch_size": 256, "seeds": ctx.seeds, "checkpoint_every": 500,
-            "eval": {"every": eval_every(ctx, n, 40), "n_tasks": size(ctx, CURVE_TASKS), "reference": "zero"}})
+            "eval": _eval(ctx, n, control)})
     n = size(ctx, CODE_SINE_STEPS)
     optim = ({"name": "adam", "lr": 3e-4, "grad_clip": 100.0} if control else
              {"name": "adamw", "lr": 1e-3, "beta2": 0.98, "grad_clip": 100.0})
@@ -69,8 +76,14 @@ def sine_config(ctx: ExperimentContext, control: bool, code: bool = False) -> Tr
         "name": "sine-code-gd" if control else "sine-code-lsa", "task": CODE_SINE_TASK,
         "model": {"kind": "mlp_lsa", "gd_control": control, "mlp_init_scale": 0.002, "learn_eta": False},
         "optim": optim, "steps": n, "batch_size": 2048 if ctx.mode != "smoke" else 64, "seeds": ctx.seeds,
-        "checkpoint_every": 500,
-        "eval": {"every": eval_every(ctx, n, 40), "n_tasks": size(ctx, CURVE_TASKS), "reference": "zero"}})
+        "checkpoint_every": 500, "eval": _eval(ctx, n, control)})
+
+
+def _eval(ctx: ExperimentContext, n: int, control: bool) -> dict[str, Any]:
+    """40 evaluations; the TF keeps its weights at each, for Fig. 4's alignment curves against the trained
+    control (the notebook's `analyse` every 1000 steps against the pre-trained control: cell 6)."""
+    return {"every": eval_every(ctx, n, 40), "n_tasks": size(ctx, CURVE_TASKS), "reference": "zero",
+            "keep_weights": not control}
 
 
 def _rms(x: Tensor) -> float:
@@ -123,7 +136,10 @@ def _sine_study(ctx: ExperimentContext, code: bool) -> None:
         with torch.no_grad():
             f0_tf, f0_gd = tf.initial_prediction(on_grid), gd.initial_prediction(on_grid)
             f1_tf, f1_gd = tf.predict(on_grid), gd.predict(on_grid)
-        al = alignment(tf, gd, ev[:size(ctx, SINE_ALIGN_TASKS)])
+        al_ev = ev[:size(ctx, SINE_ALIGN_TASKS)]
+        al = alignment(tf, gd, al_ev)
+        with torch.no_grad():
+            control_error = float((gd.predict(al_ev) - al_ev.query_y).norm(dim=-1).mean())
         rows.append({
             "seed": s, "tf_loss": evaluate(tf, ev).mean, "gd_loss": evaluate(gd, ev).mean,
             "tf_initial_loss": _initial_loss(tf, ev), "gd_initial_loss": _initial_loss(gd, ev),
@@ -133,8 +149,10 @@ def _sine_study(ctx: ExperimentContext, code: bool) -> None:
             "tf_final_error": _rms(f1_tf - on_grid.query_y) / scale,
             "gd_final_error": _rms(f1_gd - on_grid.query_y) / scale,
             "prediction_difference": al["prediction_difference"].mean,
-            "sensitivity_cosine": al["sensitivity_cosine"].mean, "sensitivity_l2": al["sensitivity_l2"].mean})
+            "sensitivity_cosine": al["sensitivity_cosine"].mean, "sensitivity_l2": al["sensitivity_l2"].mean,
+            "control_error": control_error, "pd_over_control_error": al["prediction_difference"].mean / control_error})
     ctx.table("sine", rows)
+    ctx.result(SINE_PD_OVER_CONTROL_ERROR, median([r["pd_over_control_error"] for r in rows]))
     zero = evaluate(ZeroPredictor(), ev).mean
     for key in ("tf_loss", "gd_loss", "initial_function_distance", "final_function_distance",
                 "prediction_difference", "sensitivity_cosine"):
@@ -147,6 +165,7 @@ def _sine_study(ctx: ExperimentContext, code: bool) -> None:
     ctx.result(ZERO_LOSS, zero)
     ctx.result("query_y_rms", _rms(ev.query_y))
     _sine_figures(ctx, tf_run, gd_run, on_grid)
+    _alignment_curves(ctx, tf_run, seed_learners(gd_run), ev[:size(ctx, SINE_CURVE_TASKS)])
     med = {k: median([r[k] for r in rows]) for k in rows[0] if k != "seed"}
     ctx.report("TF and the GD-on-MLP-features control reach similar loss (Fig. 4)",
                f"loss TF {med['tf_loss']:.4f}, control {med['gd_loss']:.4f} (zero predictor {zero:.3f}); "
@@ -156,6 +175,9 @@ def _sine_study(ctx: ExperimentContext, code: bool) -> None:
     ctx.report("almost identical functions after the update",
                f"RMS distance of the final functions {med['final_function_distance']:.3f} x RMS(y); each to the "
                f"truth: TF {med['tf_final_error']:.3f}, control {med['gd_final_error']:.3f}")
+    ctx.report("the TF implements the control: it is nearer the control than the truth is",
+               f"mean |y_TF - y_control| / mean |y_control - y| {med['pd_over_control_error']:.3f} (the truth "
+               f"itself scores 1; the control's own mean error {med['control_error']:.4f})")
     ctx.report("alignment measures agree", f"prediction difference {med['prediction_difference']:.4f}, "
                f"sensitivity cosine {med['sensitivity_cosine']:.4f} (Dx = 1: each task's cosine is +1 or -1, "
                f"so this is 2 p - 1 for p the share of tasks whose slopes agree in sign), L2 {med['sensitivity_l2']:.4f}")
@@ -169,6 +191,46 @@ def _sine_study(ctx: ExperimentContext, code: bool) -> None:
         ctx.note(f"Set-up: batch 256, Adam 1e-3, {tf_run.config.steps} steps, d = 40, MLP 160 GELU units, "
                  "x ~ U(-5, 5), A ~ U(0.1, 5), phi ~ U(0, pi) independent. Distances are RMS over 256 held-out "
                  "tasks x 201 grid points, divided by the RMS of the true y on the grid.")
+
+
+def _alignment_curves(ctx: ExperimentContext, tf_run: TrainResult, controls: list[Any], ev: Episodes) -> None:
+    """Fig. 4 middle: the TF at every evaluation against each seed's trained control, in the three measures of
+    the notebook's `analyse` (src/train.py:343-368, called every 1000 steps against the pre-trained control in
+    non_linear_regression.ipynb cell 6): 'Partial cosine' (the cosine of d y_hat / d x_query, +1 or -1 per task
+    as Dx = 1), 'Partial diff' (the L2 of their difference) and 'Preds diff'. Result SINE_PARTIAL_COSINE_FINAL:
+    the last evaluation's cosine, median seed. Nothing for a run cached before it kept its weights."""
+    history = weights_over_training(tf_run)
+    if not history:
+        return
+    measures = {"sensitivity_cosine": "partial cosine", "sensitivity_l2": "partial diff",
+                "prediction_difference": "preds diff"}
+    steps = [step for step, _ in history]
+    per_step = [[alignment(lr.to("cpu", torch.float64), c, ev) for lr, c in zip(learners, controls)]
+                for _, learners in history]
+    ys = {m: np.array([[al[m].mean for al in seeds] for seeds in per_step]).T for m in measures}  # seeds x steps
+    ctx.table("sine_alignment", [{"step": step, "seed": s, **{m: float(ys[m][i, j]) for m in measures}}
+                                 for j, step in enumerate(steps) for i, s in enumerate(ctx.seeds)])
+    final = ys["sensitivity_cosine"][:, -1]
+    ctx.result(SINE_PARTIAL_COSINE_FINAL, median(list(final)))
+    ctx.report("Fig. 4 middle: the partial cosine with the control rises over training",
+               f"first evaluation (step {steps[0]}) {np.median(ys['sensitivity_cosine'][:, 0]):.3f}, last "
+               f"(step {steps[-1]}) per seed {', '.join(f'{x:.3f}' for x in final)}; partial diff "
+               f"{np.median(ys['sensitivity_l2'][:, 0]):.4f} -> {np.median(ys['sensitivity_l2'][:, -1]):.4f}")
+    fig, axes = subplots(1, width=4.4, height=3.4)
+    ax = axes[0]
+    for m, color in (("sensitivity_l2", COLORS["gd"]), ("prediction_difference", COLORS["other"])):
+        band(ax, steps, ys[m], measures[m], color)
+    ax.set_ylabel("L2 norm")
+    ax.set_xlabel("training step")
+    right = ax.twinx()
+    band(right, steps, ys["sensitivity_cosine"], measures["sensitivity_cosine"], COLORS["tf"])
+    right.axhline(1.0, color="grey", linestyle="--", linewidth=0.6)
+    right.set_ylabel("cosine")
+    right.spines["right"].set_visible(True)
+    ax.legend(fontsize=7, loc="center right")
+    right.legend(fontsize=7, loc="upper right")
+    fig.suptitle("TF vs the trained control over training (Fig. 4 middle)")
+    ctx.figure("sine_alignment", fig)
 
 
 def _initial_loss(learner: Any, ep: Episodes) -> float:
