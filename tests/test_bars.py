@@ -3,6 +3,8 @@ passes the right one), measured on real tasks with the claim's own measure."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -300,3 +302,34 @@ def test_rec2_interpolated_ood_fails_plain_gd_in_place_of_the_interpolated_model
     key = X.DEEP_OOD.format(tag="rec2-interpolated")
     holds = {k: claim.holds(claim.measure({"oswald-deep": {key: v}})) for k, v in dev.items()}
     assert holds == {"gdpp": True, "gd2": False}, dev
+
+
+def test_sine_initial_functions_fail_two_untrained_models_and_pass_the_authors(tmp_path):
+    """The official set-up's TF and control at their initialisation (VarianceScaling(0.002)): unrelated
+    initial functions, about 1.4 times the control's size apart, fail; the authors' pair (a half-radian
+    phase shift, 0.47) passes. The bar before (distance / RMS(y) < 0.2) failed the authors' pair (about 0.41:
+    sines of RMS 0.198 in a family of RMS(y) 0.227)."""
+    from icgd.experiments.oswald.sine import CODE_SINE_TASK, GRID, sine_config
+    from icgd.experiments.registry import ExperimentContext
+    from icgd.tasks import SineRegression
+    from icgd.train.models import init_params, seed_learner
+
+    claim = _claim("oswald-nonlinear", "sine-initial-functions")
+    ctx = ExperimentContext(tmp_path / "out", tmp_path / "cache", mode="smoke", seeds=[0, 1])
+    tf_cfg, gd_cfg = sine_config(ctx, False, code=True), sine_config(ctx, True, code=True)
+    task = SineRegression(**{k: v for k, v in CODE_SINE_TASK.items() if k != "kind"})
+    grid = task.sample(64, make_generator(3), dtype=torch.float64, query_x=GRID)
+    with torch.no_grad():
+        f_tf = seed_learner(tf_cfg, init_params(tf_cfg), 0).to("cpu", torch.float64).initial_prediction(grid)
+        f_gd = seed_learner(gd_cfg, init_params(gd_cfg), 1).to("cpu", torch.float64).initial_prediction(grid)
+
+    def rms(t):
+        return float(t.pow(2).mean().sqrt())
+
+    relative = rms(f_tf - f_gd) / rms(f_gd)
+    measured = claim.measure({"oswald-sine-code": {X.SINE_MEDIAN.format(measure="initial_function_relative"): relative}})
+    assert not claim.holds(measured), relative
+    assert claim.holds(0.0) and not claim.holds(1.0)  # the same function passes, a zero function fails
+    shift = 0.47  # the authors' pair: 2 sin(shift / 2) of their RMS for a shift of 0.48 rad
+    assert claim.holds(shift) and 2 * math.sin(0.48 / 2) == pytest.approx(shift, abs=0.01)
+    assert shift * 0.198 / 0.227 > 0.2  # ... which the bar before failed

@@ -90,9 +90,11 @@ REFERENCES: dict[str, dict[str, Reference]] = {
                                                "14,000 to the end (right axis 0.5 to 1.1, 0.004 a pixel)", 0.01),
         "sine-beats-zero": Reference(0.041, f"{NLR}, cell 7: the TF's final loss 0.00105 over the zero predictor's "
                                             f"0.0258 of {_SINE}", 0.004),
-        "sine-initial-functions": Reference(None, f"{NLR}, cell 8 shows one task: the initial functions differ by a "
-                                                  "phase shift of about 0.3 on x in [-5, 5], which no single number "
-                                                  "over the task family can be read from"),
+        "sine-initial-functions": Reference(0.47, f"{NLR}, cell 8 (Fig. 4 left): the one task drawn; 'GD init' "
+                                                  "and 'Tr. TF init' are sines of amplitude 0.27-0.29 whose troughs "
+                                                  "(x = -3.6 and -3.1) and peaks (x = -0.35 and 0.1) lie 0.45-0.5 "
+                                                  "apart: 2 sin(shift / 2) = 0.45-0.49 of their RMS. One task of the "
+                                                  "family, not its mean", 0.05),
     },
     "oswald-copy": {
         "copy-neighbour-gradient-code": Reference(
