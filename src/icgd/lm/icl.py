@@ -114,6 +114,8 @@ def score(lm, prefix: Prefix | list[int], queries: Sequence[list[int]], labels: 
     logp = torch.empty(n_q, len(labels), dtype=torch.float64)
     outs, qscores, pscores, qlast = [], [], [], []
     cache = lm.model(torch.tensor([pre], device=dev), use_cache=True).cache if use_cache and pre else None
+    if cache is not None:  # sliding-window layers (Gemma 3) keep what a query pushes out, so crop can roll back
+        cache.activate_past_recording()
 
     def run(seq: list[int], keep: int) -> Tensor:
         """Next-token log-probabilities (keep, V) at the last `keep` positions of prefix + seq."""
