@@ -92,6 +92,35 @@ def test_dai_suite_measures_every_claim(dai_smoke):
     assert (out / "dai-icl-vs-ft" / "layers_bbc-news.png").is_file()
 
 
+def test_lr_selection_table_where_no_chosen_rate_raised_its_loss(dai_smoke):
+    import pandas as pd
+
+    out, _ = dai_smoke
+    sel = pd.read_parquet(out / "dai-icl-vs-ft" / "lr_selection.parquet")
+    assert list(sel.columns) == ["dataset", "seed", "lr", "loss_before", "loss_after", "validation_accuracy",
+                                 "converged", "chosen"]
+    assert len(sel) == 2 and sel.chosen.sum() == 1  # the smoke grid: two rates, one chosen
+    chosen = sel[sel.chosen].iloc[0]
+    assert chosen.converged and chosen.loss_after <= chosen.loss_before
+    assert (sel.converged == (sel.loss_after <= sel.loss_before)).all()
+
+
+def test_select_lr_rejects_rates_whose_loss_rose_or_is_not_finite():
+    from icgd.lm.compare import select_lr
+
+    def rows(*after_acc):
+        return [{"lr": lr, "loss_before": 4.5, "loss_after": a, "validation_accuracy": acc}
+                for lr, (a, acc) in zip((1e-3, 1e-2, 1e-1), after_acc)]
+
+    table = rows((4.4, 0.60), (4.0, 0.70), (9.27, 0.90))  # the best accuracy at a rate that diverged
+    assert select_lr(table, "tweets") == 1e-2
+    assert [r["chosen"] for r in table] == [False, True, False] and not table[2]["converged"]
+    assert select_lr(rows((4.4, 0.6), (float("nan"), 0.9), (4.4, 0.6)), "x") == 1e-3  # ties: the first
+    with pytest.raises(ValueError, match="converged at no learning rate") as e:
+        select_lr(rows((4.6, 0.6), (float("inf"), 0.7), (9.0, 0.8)), "tweets")
+    assert "\n" not in str(e.value) and "tweets" in str(e.value)
+
+
 def test_rec2ftp_recomputed_from_the_per_query_table(dai_smoke):
     """Rec2FTP from queries.parquet with pandas alone, per demonstration seed, equals the run's numbers."""
     import json

@@ -6,7 +6,10 @@ Protocol (the source's Appendix B, and the authors' code where the paper is sile
 1. Demonstrations of seed s: the first `n_demos` examples of the train split after a shuffle by s (no class
    balancing, as the authors' code); their order is the shuffle's.
 2. The demonstration seed is chosen by ICL accuracy on the validation queries; the FT learning rate by the
-   finetuned model's zero-shot accuracy on them, finetuning on the chosen seed's demonstrations.
+   finetuned model's zero-shot accuracy on them, finetuning on the chosen seed's demonstrations, among the
+   rates whose FT converged: its loss on those demonstrations (`lm_loss`) ends finite and no higher than it
+   started (`select_lr`; the table is the result's "lr_selection"). A study where no rate converges stops
+   with a one-line error.
 3. On the test queries, for every seed (the source reports only the chosen one; we add the spread): ZSL,
    ICL, FT (one epoch of SGD on the key/value projections at the chosen rate, then the zero-shot prompt),
    the predictions and every measure of `icgd.lm.measures`.
@@ -30,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from icgd.core.io import atomic_path, fingerprint, write_text
 from icgd.data.text import TextTask
 from icgd.lm import measures as M
-from icgd.lm.finetune import KVSnapshot, finetune_kv
+from icgd.lm.finetune import KVSnapshot, finetune_kv, lm_loss
 from icgd.lm.icl import (
     Prefix,
     Scored,
@@ -156,12 +159,17 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
     def ft_validation(lr: float) -> dict[str, Any]:
         with KVSnapshot(lm.model):
             ft = finetune_kv(lm, ft_examples(chosen), lr, progress=progress)
+            after = lm_loss(lm, ft_examples(chosen))
             logp = score(lm, start, q_val, labels, desc=f"FT validation, lr {lr:g}", **sc).logp
-        return {"logp": logp, "losses": torch.tensor(ft.losses)}
+        return {"logp": logp, "losses": torch.tensor(ft.losses), "loss_after": after}
 
-    ft_val = {lr: store.get(f"ft-validation-seed{chosen}-lr{lr:g}", lambda lr=lr: ft_validation(lr)) for lr in cfg.lrs}
+    loss_before = store.get(f"ft-loss-before-seed{chosen}", lambda: lm_loss(lm, ft_examples(chosen)))
+    ft_val = {lr: store.get(f"ft-val-loss-seed{chosen}-lr{lr:g}", lambda lr=lr: ft_validation(lr)) for lr in cfg.lrs}
     ft_val_acc = {lr: acc(v["logp"], gold_val) for lr, v in ft_val.items()}
-    lr_star = max(cfg.lrs, key=lambda lr: ft_val_acc[lr])  # ties: the first in the grid
+    selection = [{"dataset": task.name, "seed": chosen, "lr": lr, "loss_before": float(loss_before),
+                  "loss_after": float(ft_val[lr]["loss_after"]), "validation_accuracy": ft_val_acc[lr]}
+                 for lr in cfg.lrs]
+    lr_star = select_lr(selection, task.name)
 
     per_seed = {s: store.get(f"test-seed{s}-lr{lr_star:g}", lambda s=s: _seed_test(
         lm, cfg, prefixes[s], ft_examples(s), len(start), q_test, labels, zsl, lr_star, s, progress))
@@ -186,7 +194,24 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
 
     summary = _summary(task, cfg, rows, layer_rows, per_seed, chosen, lr_star, icl_val_acc, ft_val_acc,
                        acc(zsl_val, gold_val), zsl)
-    return {"queries": rows, "layers": layer_rows, "summary": summary}
+    return {"queries": rows, "layers": layer_rows, "summary": summary, "lr_selection": selection}
+
+
+def select_lr(rows: list[dict[str, Any]], dataset: str) -> float:
+    """The FT learning rate: the best validation accuracy among the rates that converged (loss_after finite
+    and <= loss_before; ties: the first in the grid). Marks every row's "converged" and "chosen" in place; a
+    ValueError (one line) when no rate converged."""
+    for r in rows:
+        r["converged"] = bool(np.isfinite(r["loss_after"]) and r["loss_after"] <= r["loss_before"])
+        r["chosen"] = False
+    ok = [r for r in rows if r["converged"]]
+    if not ok:
+        tried = ", ".join(f"{r['lr']:g}: {r['loss_before']:.3g} -> {r['loss_after']:.3g}" for r in rows)
+        raise ValueError(f"{dataset}: K/V finetuning converged at no learning rate of the grid (loss on the "
+                         f"demonstrations before -> after: {tried}); try smaller rates")
+    best = max(ok, key=lambda r: r["validation_accuracy"])  # max keeps the first of equals
+    best["chosen"] = True
+    return float(best["lr"])
 
 
 def _seed_test(lm, cfg: DaiConfig, prefix: Prefix, examples: list[list[int]], n_start: int, q_test, labels,

@@ -55,6 +55,17 @@ class FTResult:
     queries: list[Tensor] | None = None
 
 
+@torch.no_grad()
+def lm_loss(lm, examples: Sequence[list[int]]) -> float:
+    """The loss FT minimises, on the model as it is: the causal-LM loss of each example (averaged over its
+    predicted tokens), averaged over the examples. Before and after FT it tells whether FT converged."""
+    total = 0.0
+    for ids in examples:
+        x = torch.tensor([ids], device=lm.device)
+        total += float(torch.nn.functional.cross_entropy(lm.model(x).logits[0, :-1].float(), x[0, 1:]))
+    return total / len(examples)
+
+
 def finetune_kv(lm, examples: Sequence[list[int]], lr: float, record_from: int | None = None,
                 progress: bool = False) -> FTResult:
     """One epoch of SGD on the key/value projections, one example (token ids) per step, in order.

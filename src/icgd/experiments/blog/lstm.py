@@ -92,7 +92,7 @@ def _lstm_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 
 
 @register("blog-lstm", "LSTM and bidirectional LSTM learners of 1-4 layers vs the 1-layer LSA and one GD step",
-          "source 001, 'Is this behavior unique to transformers?'", quick_minutes=12.0, full_minutes=1800.0,
+          "source 001, 'Is this behavior unique to transformers?'", quick_minutes=15.0, full_minutes=1800.0,
           models=_lstm_models, deviations=BLOG_DEVIATIONS + (
               "32 hidden units per direction: the post does not state its LSTMs' size. Reason: a choice had to "
               "be made; the post's transformers have 64 embedding units.",
