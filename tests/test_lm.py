@@ -1,6 +1,8 @@
 """Source 003's language-model layer: offline loading with one-line errors, and ICL scoring whose prefix
 key/value cache gives the same label log-probabilities as running every sequence whole."""
 
+import json
+
 import pytest
 import torch
 
@@ -84,10 +86,24 @@ def dai_smoke(smollm, tmp_path_factory):
 
 def test_dai_suite_measures_every_claim(dai_smoke):
     out, res = dai_smoke
-    assert res["suite"] == "dai" and len(res["claims"]) == 8
+    assert res["suite"] == "dai" and len(res["claims"]) == 9 and res["model"] == "smollm2-135m"
+    premise = res["claims"][0]
+    assert premise["id"] == "premise-icl-beats-zsl" and "note" not in premise
+    results = json.loads((out / "dai-icl-vs-ft" / "results.json").read_text())
+    kept = results["premise.kept"]
+    assert kept == (["bbc-news"] if premise["interval"][0] > 0 else [])
     for c in res["claims"]:
-        assert "note" not in c, c  # no claim lacks its number
-        assert isinstance(c["measured"], float), c  # nan allowed: smoke runs may have nothing to count
+        assert c["verdict"] in ("PASS", "FAIL", "inconclusive") and "interval" in c, c
+        if kept:
+            assert "note" not in c, c  # no claim lacks its number
+            assert isinstance(c["measured"], float), c  # nan allowed: smoke runs may have nothing to count
+        elif c is not premise:  # the premise failed: the comparison is left out, and says why
+            assert "premise" in c["note"] and c["verdict"] == "FAIL", c
+        if c["interval"] is not None:
+            low, high = c["interval"]
+            op, bar = c["threshold"].split()
+            holds = [(v > float(bar)) if op == ">" else (v < float(bar)) for v in (low, high)]
+            assert low <= high and (c["verdict"] == "inconclusive") == (holds[0] != holds[1]), c
     assert (out / "dai-icl-vs-ft" / "report.md").is_file()
     assert (out / "dai-icl-vs-ft" / "layers_bbc-news.png").is_file()
 

@@ -234,3 +234,74 @@ def test_a_model_in_byte_slices_is_joined_once_and_checked(tmp_path, monkeypatch
                                                                  parts=spec.parts, sha256=spec.sha256))
     with pytest.raises(models.LMError, match="pkg2/data/p.bin is missing; install the parts: pip install the-parts"):
         models.locate("gone")
+
+
+def test_rotary_queries_are_what_the_attention_scores_with(tiny):
+    """The "rotary" query equals the projection at position 0 (no rotation there), keeps each head's norm
+    elsewhere (a rotation) but not its direction, and its dot product with the recorded keys' scores gives
+    the recorded scores of the last token."""
+    from icgd.lm.record import Recorder
+
+    ids = torch.randint(0, 50, (1, 9))
+    with torch.no_grad():
+        with Recorder(tiny.model, queries="projection") as rec:
+            tiny.model(ids)
+            proj = rec.take()["q"]
+        with Recorder(tiny.model, queries="rotary") as rec:
+            tiny.model(ids)
+            rot = rec.take()["q"]
+    assert rot.shape == proj.shape == (2, 9, 32)
+    torch.testing.assert_close(rot[:, 0], proj[:, 0], rtol=0, atol=1e-6)
+    heads = lambda q: q.reshape(2, 9, 4, 8).norm(dim=-1)  # noqa: E731
+    torch.testing.assert_close(heads(rot), heads(proj), rtol=1e-6, atol=1e-6)
+    assert (rot[:, 1:] - proj[:, 1:]).abs().max() > 1e-3
+    with pytest.raises(ValueError, match="queries must be"):
+        Recorder(tiny.model, queries="after")
+
+
+class _Tok:
+    def __init__(self, start, bos):
+        self.start, self.bos_token_id = start, bos
+
+    def __call__(self, text, add_special_tokens=False):
+        return type("E", (), {"input_ids": (self.start if add_special_tokens else []) + [7] * len(text.split())})()
+
+
+def test_sequences_start_with_bos_where_the_tokenizer_adds_none(tiny):
+    from icgd.lm.icl import start_ids
+
+    lm = _LM(tiny.model)
+    lm.tokenizer = _Tok([], 1)  # SmolLM2: no start token added, BOS <|im_start|> = 1
+    assert start_ids(lm) == [1] and start_ids(lm, "tokenizer") == []
+    lm.tokenizer = _Tok([2], 2)  # Gemma: the tokenizer adds its BOS
+    assert start_ids(lm) == [2] == start_ids(lm, "tokenizer")
+    lm.tokenizer = _Tok([], None)  # no BOS in the tokenizer: the model config's
+    assert start_ids(lm) == [tiny.model.config.bos_token_id]
+    with pytest.raises(ValueError, match="start must be"):
+        start_ids(lm, "sink")
+
+
+def test_bootstrap_resamples_seeds_and_queries():
+    """On a hand-made study: seed 1 is best on validation, so replicates that draw it pick it; the replicates'
+    chosen-seed accuracy centres on it; every replicate's numbers are those of some drawn seed."""
+    from icgd.lm.compare import BOOTSTRAPPED, MEASURES, bootstrap
+
+    rows = []
+    icl = {0: [1, 0, 0, 0] * 5, 1: [1, 1, 1, 0] * 5}  # test accuracy 0.25 and 0.75
+    for s in (0, 1):
+        for j in range(20):
+            rows.append({"demo_seed": s, "query_id": j, "zsl_correct": j % 2 == 0, "icl_correct": bool(icl[s][j]),
+                         "ft_correct": True} | {m: float(s) for m in MEASURES})
+    val = {0: np.array([0, 0, 1, 0] * 5, bool), 1: np.array([1, 1, 0, 1] * 5, bool)}
+    b = bootstrap(rows, val, 400, seed=0)
+    assert set(b) == set(BOOTSTRAPPED) and all(len(v) == 400 for v in b.values())
+    chosen = np.array(b["simaou_ft"])  # the measure equals the chosen seed's number
+    assert set(chosen) == {0.0, 1.0}
+    assert 0.6 < chosen.mean() < 0.9  # seed 1 is drawn in 3 of 4 replicates, and then always chosen
+    icl_acc = np.array(b["icl_accuracy"])
+    assert abs(icl_acc[chosen == 1].mean() - 0.75) < 0.03 and abs(icl_acc[chosen == 0].mean() - 0.25) < 0.03
+    assert abs(np.mean(b["icl_accuracy_mean"]) - 0.5) < 0.05  # over the drawn seeds: (0.25 + 0.75) / 2
+    assert np.std(b["zsl_accuracy"]) > 0.05  # test queries resampled
+    # Rec2FTP: FT fixes the ZSL errors (odd queries); ICL seed 1 gets 3 of its 4 pattern right on them
+    assert abs(np.nanmean(np.array(b["rec2ftp"])[chosen == 1]) - 50.0) < 10
+    assert bootstrap(rows, val, 400, seed=0) == b  # determined by its seed

@@ -1,7 +1,7 @@
 """Claims: a statement of a source, the experiment that measures it, a number and a threshold.
 
 A claim that does not reproduce is reported as FAIL with its measured number, and one whose seeds fall on
-both sides of its bar as inconclusive; thresholds are fixed in the code with their justification, never tuned
+both sides of its bar, or whose interval (where the experiment gives one) straddles it, as inconclusive; thresholds are fixed in the code with their justification, never tuned
 to a run, and calibrated on the authors' own numbers where they exist (`icgd.claims.references`).
 """
 
@@ -39,6 +39,10 @@ class Claim:
     #: the same measure seed by seed (None: the claim reads no seed spread). Where the seeds fall on both sides
     #: of the bar the verdict is "inconclusive": the seeds' noise is larger than the margin
     per_seed: Callable[[dict[str, Any]], list[float]] | None = None
+    #: bootstrap replicates of the results (each a results-like dict the measure reads as it reads the results;
+    #: None: the claim has no interval). The interval is the replicates' 2.5th to 97.5th percentile of the
+    #: measure; where it straddles the bar the verdict is "inconclusive"
+    replicates: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -58,10 +62,12 @@ class Claim:
             note = ""
         ref = self.reference
         seeds = self._seed_values(results)
-        verdict = verdict_of(self.holds(measured), [self.holds(v) for v in seeds or []])
+        interval = self._interval(results)
+        verdict = verdict_of(self.holds(measured), [self.holds(v) for v in seeds or []]
+                             + ([self.holds(v) for v in interval] if interval is not None else []))
         return {"id": self.id, "claim": self.claim, "source": self.source, "experiment": self.experiment,
                 "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": verdict == "PASS",
-                "verdict": verdict, "seeds": seeds,
+                "verdict": verdict, "seeds": seeds, "interval": interval,
                 "why": self.why, "role": self.role, "reference": ref.value, "reference_source": ref.source,
                 "reference_precision": ref.precision if ref.value is not None else None,
                 "reference_passes": self.holds(ref.value) if ref.value is not None else None} \
@@ -75,14 +81,43 @@ class Claim:
         except (KeyError, TypeError, ZeroDivisionError):
             return None
 
+    def _interval(self, results: dict[str, Any]) -> list[float] | None:
+        """[low, high]: the 2.5th and 97.5th percentiles of the measure over the bootstrap replicates (NaN
+        replicates left out; None without replicates or where fewer than half are numbers)."""
+        if self.replicates is None:
+            return None
+        try:
+            reps = self.replicates(results)
+        except (KeyError, TypeError):
+            return None
+        values = []
+        for rep in reps:
+            try:
+                values.append(float(self.measure(rep)))
+            except (KeyError, TypeError, ZeroDivisionError):
+                values.append(math.nan)
+        finite = sorted(v for v in values if not math.isnan(v))
+        if not finite or 2 * len(finite) < len(values):
+            return None
+        return [_percentile(finite, 2.5), _percentile(finite, 97.5)]
 
-#: a claim's verdicts: "inconclusive" where its seeds fall on both sides of the bar
+
+def _percentile(ordered: list[float], q: float) -> float:
+    """The q-th percentile of sorted values, linear between order statistics (numpy's default)."""
+    pos = (len(ordered) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+#: a claim's verdicts: "inconclusive" where its seeds, or the ends of its interval, fall on both sides of the bar
 VERDICTS = ("PASS", "FAIL", "inconclusive")
 
 
 def verdict_of(measured_holds: bool, seeds_hold: list[bool]) -> str:
     """PASS or FAIL by the claim's measure; "inconclusive" where some seed's value lands on the other side of
-    the bar than another's (a sign test at the seeds' own resolution: with S seeds, a verdict needs all S)."""
+    the bar than another's (a sign test at the seeds' own resolution: with S seeds, a verdict needs all S), or
+    the two ends of the claim's interval do (`seeds_hold` holds both kinds)."""
     if seeds_hold and any(seeds_hold) and not all(seeds_hold):
         return "inconclusive"
     return "PASS" if measured_holds else "FAIL"

@@ -67,10 +67,14 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
         with section("analysis (rest)"):
             checked = [c.check(results) for c in claims]
     rows = prof.rows()
-    return VerifyReport({"suite": name, "quick": mode != "full", "mode": mode,
-                         "seconds": round(time.perf_counter() - t0, 1), "claims": checked,
-                         "profile": summarize(rows) | {"rows": rows} | ({"side_by_side": side} if side is not None else {}),
-                         "env": environment(device) | {"started": started, "finished": _utc_now()}}, out)
+    # the model a study of a pretrained LM ran with (source 003's experiments record it as "model")
+    models = list(dict.fromkeys(str(r["model"]) for r in results.values() if isinstance(r, dict) and "model" in r))
+    return VerifyReport({"suite": name, "quick": mode != "full", "mode": mode}
+                        | ({"model": models[0] if len(models) == 1 else models} if models else {})
+                        | {
+                           "seconds": round(time.perf_counter() - t0, 1), "claims": checked,
+                           "profile": summarize(rows) | {"rows": rows} | ({"side_by_side": side} if side is not None else {}),
+                           "env": environment(device) | {"started": started, "finished": _utc_now()}}, out)
 
 
 def environment(device: str) -> dict[str, Any]:

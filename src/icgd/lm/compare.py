@@ -50,8 +50,12 @@ class DaiConfig(BaseModel):
     """One data set's study. n_demos: demonstrations per prompt (the source: up to 32); demo_seeds: the
     demonstration draws (the best on validation is the chosen one); n_validation / n_test: queries taken
     from the task's fixed validation / test splits; lrs: the FT learning-rate grid; analysed: the analysed
-    "last token" (see `icgd.lm.icl.ANALYSED`); kendall_queries: test queries the Kendall measure uses
-    (the authors' code: 100); metric_seed: the random baselines' seed."""
+    "last token" (see `icgd.lm.icl.ANALYSED`); start: what starts every sequence (`icgd.lm.icl.STARTS`:
+    BOS, so the attention sink sits outside the measured slices); kendall_queries: test queries the Kendall
+    measure uses (the authors' code: 100); kendall_query: the query FT's dual attention is computed with
+    ("rotary": the one the attention scores with, as the authors' code's q, which is what their attention
+    uses; "projection": before the rotary embedding); metric_seed: the random baselines' and the bootstrap's
+    seed; bootstrap: replicates of the percentile bootstrap over seeds and queries (`bootstrap`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -61,8 +65,11 @@ class DaiConfig(BaseModel):
     n_test: int = Field(500, ge=1)
     lrs: tuple[float, ...] = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
     analysed: Literal["label", "prompt"] = "label"
+    start: Literal["bos", "tokenizer"] = "bos"
     kendall_queries: int = Field(100, ge=0)
+    kendall_query: Literal["rotary", "projection"] = "rotary"
     metric_seed: int = 0
+    bootstrap: int = Field(1000, ge=0)
 
     @field_validator("demo_seeds")
     @classmethod
@@ -79,8 +86,10 @@ class DaiConfig(BaseModel):
         return v
 
 
-#: the measures kept per query and layer (each averaged over layers in the per-query table)
-MEASURES = ("simaou_ft", "simaou_random", "simaou_random_uniform", "simam_before", "simam_after",
+#: the measures kept per query and layer (each averaged over layers in the per-query table). simaou_random is
+#: the authors' baseline (a uniform [0, 1) update, LMOps compute_sim.py:144-150), simaou_random_normal the
+#: SPEC's zero-mean one
+MEASURES = ("simaou_ft", "simaou_random", "simaou_random_normal", "simam_before", "simam_after",
             "kendall_ft", "kendall_random", "kendall_ft_example", "kendall_random_example")
 
 
@@ -127,7 +136,7 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
     val = task.split("validation")[:cfg.n_validation]
     test = task.split("test")[:cfg.n_test]
     labels = label_ids(lm, task)
-    start = start_ids(lm)
+    start = start_ids(lm, cfg.start)
     q_val, q_test = query_ids(lm, task, val), query_ids(lm, task, test)
     gold_val = np.array([task.label_index(i) for i in val])
     gold_test = np.array([task.label_index(i) for i in test])
@@ -147,7 +156,7 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
         return _scored_dict(s) | {"seconds": time.perf_counter() - t0}
 
     zsl = store.get("zsl-test", zsl_test_run)
-    prefixes = {s: build_prefix(lm, task, demonstrations(task, cfg.n_demos, s)) for s in cfg.demo_seeds}
+    prefixes = {s: build_prefix(lm, task, demonstrations(task, cfg.n_demos, s), cfg.start) for s in cfg.demo_seeds}
     icl_val = {s: store.get(f"icl-validation-seed{s}", lambda s=s: score(
         lm, prefixes[s], q_val, labels, desc=f"ICL validation, seed {s}", **sc).logp) for s in cfg.demo_seeds}
     icl_val_acc = {s: acc(icl_val[s], gold_val) for s in cfg.demo_seeds}
@@ -194,6 +203,8 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
 
     summary = _summary(task, cfg, rows, layer_rows, per_seed, chosen, lr_star, icl_val_acc, ft_val_acc,
                        acc(zsl_val, gold_val), zsl)
+    val_correct = {s: icl_val[s].argmax(-1).numpy() == gold_val for s in cfg.demo_seeds}
+    summary["bootstrap"] = bootstrap(rows, val_correct, cfg.bootstrap, cfg.metric_seed)
     return {"queries": rows, "layers": layer_rows, "summary": summary, "lr_selection": selection}
 
 
@@ -223,17 +234,17 @@ def _seed_test(lm, cfg: DaiConfig, prefix: Prefix, examples: list[list[int]], n_
     t_icl = time.perf_counter() - t0
     with KVSnapshot(lm.model):
         t0 = time.perf_counter()
-        ft = finetune_kv(lm, examples, lr, record_from=n_start, progress=progress)
+        ft = finetune_kv(lm, examples, lr, record_from=n_start, progress=progress, query_point=cfg.kendall_query)
         t_ft = time.perf_counter() - t0
-        ftz = score(lm, examples[0][:n_start], q_test, labels, record=True, record_queries=True,
+        ftz = score(lm, examples[0][:n_start], q_test, labels, record=True, record_queries=cfg.kendall_query,
                     desc=f"FT test, seed {seed}", **sc)
     gen = torch.Generator().manual_seed(cfg.metric_seed * 1000 + seed)
     out: dict[str, Any] = {
         "icl_logp": icl.logp, "ft_logp": ftz.logp, "ft_losses": torch.tensor(ft.losses),
         "icl_seconds": t_icl, "ft_seconds": t_ft,
         "simaou_ft": M.simaou(zsl["out"], icl.out, ftz.out),
-        "simaou_random": M.simaou_random(zsl["out"], icl.out, gen, "normal"),
-        "simaou_random_uniform": M.simaou_random(zsl["out"], icl.out, gen, "uniform"),
+        "simaou_random": M.simaou_random(zsl["out"], icl.out, gen, "uniform"),
+        "simaou_random_normal": M.simaou_random(zsl["out"], icl.out, gen, "normal"),
         "simam_before": M.simam(icl.query_scores, zsl["query_scores"]),
         "simam_after": M.simam(icl.query_scores, ftz.query_scores)}
     n_q, n_l = icl.logp.shape[0], icl.out.shape[1]
@@ -249,6 +260,50 @@ def _seed_test(lm, cfg: DaiConfig, prefix: Prefix, examples: list[list[int]], n_
                           ("kendall_ft_example", "example"), ("kendall_random_example", "example_random")):
             kend[name][j] = torch.from_numpy(k[key])
     return out | kend
+
+
+#: what `bootstrap` resamples: the chosen seed's numbers (the source's protocol) and the means over seeds
+BOOTSTRAPPED = ("zsl_accuracy", "icl_accuracy", "ft_accuracy", "rec2ftp", *MEASURES, "icl_accuracy_mean",
+                "ft_accuracy_mean")
+
+
+def bootstrap(rows: list[dict[str, Any]], val_correct: dict[int, np.ndarray], n: int, seed: int = 0
+              ) -> dict[str, list[float]]:
+    """Percentile-bootstrap replicates of one data set's numbers ({key: n values}, keys `BOOTSTRAPPED`),
+    resampling the whole protocol: each replicate draws the demonstration seeds with replacement, the
+    validation queries with replacement (and chooses among the drawn seeds the one with the best ICL
+    accuracy on them, as the study does) and the test queries with replacement, then computes the chosen
+    seed's accuracies, Rec2FTP and measures and the means over the drawn seeds. The FT learning rate stays
+    the one chosen (its grid is not re-run). rows: the per-query rows of `compare`; val_correct: each seed's
+    ICL correctness on the validation queries."""
+    import pandas as pd
+
+    q = pd.DataFrame(rows)
+    seeds = sorted(val_correct)
+    by = {s: g.sort_values("query_id") for s, g in q.groupby("demo_seed")}
+    col = {k: np.stack([by[s][k].to_numpy(dtype=float) for s in seeds]) for k in
+           ("icl_correct", "ft_correct", *MEASURES)}  # (S, Q)
+    zsl = by[seeds[0]].zsl_correct.to_numpy(dtype=bool)
+    icl, ft = col["icl_correct"].astype(bool), col["ft_correct"].astype(bool)
+    val = np.stack([val_correct[s] for s in seeds]).astype(float)  # (S, V)
+    rng = np.random.default_rng(seed)
+    n_s, n_q, n_v = len(seeds), len(zsl), val.shape[1]
+    out: dict[str, list[float]] = {k: [] for k in BOOTSTRAPPED}
+    for _ in range(n):
+        sd = rng.integers(n_s, size=n_s)
+        vi, ti = rng.integers(n_v, size=n_v), rng.integers(n_q, size=n_q)
+        c = int(sd[np.argmax(val[sd][:, vi].mean(1))])  # argmax keeps the first of equals
+        z, i, f = zsl[ti], icl[c, ti], ft[c, ti]
+        fixed = f & ~z
+        rep = {"zsl_accuracy": z.mean(), "icl_accuracy": i.mean(), "ft_accuracy": f.mean(),
+               "rec2ftp": 100.0 * i[fixed].mean() if fixed.any() else np.nan,
+               "icl_accuracy_mean": icl[sd][:, ti].mean(), "ft_accuracy_mean": ft[sd][:, ti].mean()}
+        for m in MEASURES:
+            v = col[m][c, ti]
+            rep[m] = np.nanmean(v) if np.isfinite(v).any() else np.nan
+        for k in BOOTSTRAPPED:
+            out[k].append(float(rep[k]))
+    return out
 
 
 def _mean_std(x: list[float]) -> tuple[float, float]:

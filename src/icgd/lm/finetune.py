@@ -48,8 +48,8 @@ class KVSnapshot:
 
 @dataclass
 class FTResult:
-    """losses: the loss of each step (before its update); queries[i]: (L, T_i, H*d) the query projection of
-    example i's recorded tokens in the forward of its own step (before its update), when recorded."""
+    """losses: the loss of each step (before its update); queries[i]: (L, T_i, H*d) the query of example i's
+    recorded tokens in the forward of its own step (before its update), when recorded."""
 
     losses: list[float]
     queries: list[Tensor] | None = None
@@ -67,11 +67,12 @@ def lm_loss(lm, examples: Sequence[list[int]]) -> float:
 
 
 def finetune_kv(lm, examples: Sequence[list[int]], lr: float, record_from: int | None = None,
-                progress: bool = False) -> FTResult:
+                progress: bool = False, query_point: str = "rotary") -> FTResult:
     """One epoch of SGD on the key/value projections, one example (token ids) per step, in order.
 
-    record_from: record the query projection of each example's tokens from this position on (e.g. after the
-    start tokens), for the Kendall metric; None records nothing."""
+    record_from: record the query of each example's tokens from this position on (e.g. after the start
+    tokens), for the Kendall metric; None records nothing. query_point: which query ("rotary": the one the
+    attention scores with; "projection": before the rotary embedding; `icgd.lm.record`)."""
     from tqdm.auto import tqdm
 
     if not lr > 0:
@@ -90,7 +91,7 @@ def finetune_kv(lm, examples: Sequence[list[int]], lr: float, record_from: int |
                     raise ValueError("a finetuning example needs at least two tokens")
                 x = torch.tensor([ids], device=lm.device)
                 if record_from is not None:
-                    with Recorder(model, scores=False, outputs=False, queries=True,
+                    with Recorder(model, scores=False, outputs=False, queries=query_point,
                                   implementation=lm.attn_implementation) as rec:
                         logits = model(x).logits
                         queries.append(rec.take()["q"][:, record_from:].cpu())

@@ -1,8 +1,8 @@
 """Prompts as token ids and in-context scoring with the demonstration prefix's key/value cache computed once
 and reused for every query (source 003).
 
-A prompt is `prefix + query`: the prefix is the tokenizer's start tokens (e.g. BOS; none for SmolLM2)
-followed by the demonstrations, each tokenised on its own and joined by the task's separator; the query is
+A prompt is `prefix + query`: the prefix is the start tokens (BOS; see `STARTS`) followed by the
+demonstrations, each tokenised on its own and joined by the task's separator; the query is
 the formatted example without its label. Tokenising the pieces separately makes the token ids identical in
 every setting, so a demonstration's tokens in the ICL prefix are exactly the tokens of its finetuning example
 (the Kendall metric pairs them) and cached and uncached scoring see the same ids.
@@ -33,9 +33,28 @@ def token_ids(lm, text: str, first: bool = False) -> list[int]:
     return list(lm.tokenizer(text, add_special_tokens=first).input_ids)
 
 
-def start_ids(lm) -> list[int]:
-    """The special tokens the tokenizer puts at the start of a sequence (BOS or nothing)."""
-    return token_ids(lm, "", first=True)
+#: what starts every prompt and finetuning example. "bos": the tokenizer's start tokens, or the model's BOS
+#: token where the tokenizer adds none (SmolLM2's `<|im_start|>`), so that the attention sink, the first
+#: position every head can fall back on, is a token outside every measured slice, as the authors' `<s>` is;
+#: "tokenizer": only what the tokenizer adds (nothing for SmolLM2: the query's first token, inside SimAM's
+#: slice in ZSL, then collects the sink)
+STARTS = ("bos", "tokenizer")
+
+
+def start_ids(lm, start: str = "bos") -> list[int]:
+    """The tokens every sequence starts with (see `STARTS`)."""
+    if start not in STARTS:
+        raise ValueError(f"start must be one of {STARTS}, got {start!r}")
+    ids = token_ids(lm, "", first=True)
+    if ids or start == "tokenizer":
+        return ids
+    bos = getattr(lm.tokenizer, "bos_token_id", None)
+    if bos is None:
+        bos = getattr(lm.model.config, "bos_token_id", None)
+    if bos is None:
+        raise ValueError(f"{getattr(lm, 'name', 'the model')}: the tokenizer adds no start token and the model names no BOS token; "
+                         "use start='tokenizer'")
+    return [int(bos)]
 
 
 @dataclass
@@ -56,9 +75,9 @@ def demonstration_ids(lm, task: TextTask, demos: Sequence[int]) -> list[list[int
     return [token_ids(lm, task.demonstration(int(i))) for i in demos]
 
 
-def build_prefix(lm, task: TextTask, demos: Sequence[int]) -> Prefix:
+def build_prefix(lm, task: TextTask, demos: Sequence[int], start: str = "bos") -> Prefix:
     """start tokens + demo_1 + separator + demo_2 + separator + ... (a separator after every demonstration)."""
-    ids, spans = start_ids(lm), []
+    ids, spans = start_ids(lm, start), []
     sep = token_ids(lm, task.separator)
     for d in demonstration_ids(lm, task, demos):
         spans.append((len(ids), len(ids) + len(d)))
@@ -97,13 +116,14 @@ class Scored:
 
 @torch.no_grad()
 def score(lm, prefix: Prefix | list[int], queries: Sequence[list[int]], labels: Sequence[list[int]],
-          use_cache: bool = True, record: bool = False, record_queries: bool = False, analysed: str = "label",
+          use_cache: bool = True, record: bool = False, record_queries: bool | str = False, analysed: str = "label",
           progress: bool = False, desc: str = "queries") -> Scored:
     """Score every label after prefix + each query: `Scored.logp` (Q, C) float64.
 
     use_cache: compute the prefix once and reuse its key/value cache for every query (rolled back after
     each); otherwise every sequence runs whole from the first token (tested equal). record: also capture
-    the hook points at the analysed token (see `ANALYSED`); record_queries: the query projection too."""
+    the hook points at the analysed token (see `ANALYSED`); record_queries: the query too ("rotary" or
+    "projection", see `icgd.lm.record`; True: "projection")."""
     from tqdm.auto import tqdm
 
     if analysed not in ANALYSED:

@@ -8,8 +8,10 @@ Hook points, for layer l (what `Recorder.take()` returns, one tensor per point s
   every key j (the cached prefix included), before the causal mask, as the source's code records them;
 - `out_last`: (L, D) the attention module's output (after the output projection, before the residual) at
   the last token;
-- `q`: (L, T, H*d) the query projection's output, before rotary position embedding, at every position of
-  the forward (only when `queries=True`).
+- `q`: (L, T, H*d) the query at every position of the forward, heads side by side (only when `queries` is
+  set): "rotary", the query the attention computes its scores with (after the rotary position embedding and
+  any query norm: what the attention function receives); "projection", the query projection's output before
+  them.
 Batch size 1.
 """
 
@@ -22,6 +24,8 @@ import torch
 from torch import Tensor
 
 IMPLEMENTATION = "icgd_record"
+#: where the query is read (`Recorder(queries=...)`): after the rotary embedding, or the projection's output
+QUERY_POINTS = ("rotary", "projection")
 #: attention module -> the Recorder recording it (held weakly: a dropped model leaves nothing behind)
 _RECORDING: "weakref.WeakKeyDictionary[Any, tuple[Recorder, str]]" = weakref.WeakKeyDictionary()
 
@@ -61,6 +65,8 @@ def _recording_attention(module, query: Tensor, key: Tensor, value: Tensor, atte
     if rec is not None and rec.scores:
         k = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
         rec._scores[module.layer_idx] = (query[0, :, -1:] @ k[0].transpose(-1, -2))[:, 0].detach() * scaling
+    if rec is not None and rec.queries == "rotary":  # (H, T, d) -> (T, H*d), the projection's layout
+        rec._q[module.layer_idx] = query[0].transpose(0, 1).reshape(query.shape[2], -1).detach()
     if inner == "eager":
         fn = eager_attention
     else:
@@ -83,7 +89,8 @@ class Recorder:
     """Context manager: while active, every forward of `model` records the hook points (see module doc);
     `take()` returns those of the latest forward.
 
-    scores / outputs / queries: which points to record (each costs memory and a little time).
+    scores / outputs / queries: which points to record (each costs memory and a little time); queries is
+    False, "rotary" or "projection" (see the module doc; True means "projection").
     implementation: the attention implementation the model runs outside the recording, which the recording
     calls and which is set back afterwards ("eager", what `icgd.lm.models.load_lm` loads, or the name of any
     `AttentionInterface` function); transformers has no public getter of a model's current one.
@@ -92,8 +99,12 @@ class Recorder:
     `AttentionMaskInterface.register` (a named attention function and its mask), `set_attn_implementation`,
     forward hooks on the attention modules (found by their `layer_idx` and q/k/v projections)."""
 
-    def __init__(self, model, scores: bool = True, outputs: bool = True, queries: bool = False,
+    def __init__(self, model, scores: bool = True, outputs: bool = True, queries: bool | str = False,
                  implementation: str = "eager"):
+        if queries is True:
+            queries = "projection"
+        if queries not in (False, *QUERY_POINTS):
+            raise ValueError(f"queries must be False or one of {QUERY_POINTS}, got {queries!r}")
         self.model, self.scores, self.outputs, self.queries = model, scores, outputs, queries
         self.implementation = implementation
         self.mods = attention_modules(model)
@@ -113,7 +124,7 @@ class Recorder:
             _RECORDING[m] = (self, self.implementation)
             if self.outputs:
                 self._handles.append(m.register_forward_hook(self._out_hook))
-            if self.queries:
+            if self.queries == "projection":
                 self._handles.append(m.q_proj.register_forward_hook(self._q_hook(m.layer_idx)))
         self.model.set_attn_implementation(IMPLEMENTATION)
         return self
@@ -139,7 +150,7 @@ class Recorder:
         n = len(self.mods)
         out: dict[str, Tensor] = {}
         for name, store, on in (("scores_last", self._scores, self.scores), ("out_last", self._out, self.outputs),
-                                ("q", self._q, self.queries)):
+                                ("q", self._q, bool(self.queries))):
             if on:
                 if len(store) != n:
                     raise RuntimeError(f"recorded {name} for {len(store)} of {n} layers: no forward ran while "

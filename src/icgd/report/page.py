@@ -153,7 +153,7 @@ def _cell(run: Run, c: dict[str, Any] | None, inputs: Inputs) -> dict[str, Any] 
                 value = _num(value)
             spread.append(f"{label} {value}")
     return {"passed": bool(c.get("passed")), "verdict": _verdict(c), "measured": c.get("measured"), "spread": spread,
-            "note": c.get("note") or ""}
+            "interval": c.get("interval"), "note": c.get("note") or ""}
 
 
 def _claim(cid: str, per_run: list[tuple[Run, dict[str, Any] | None]], notes: dict[str, list[tuple[str, str]]],

@@ -1,7 +1,8 @@
 """The claims table of a verify report ({"claims": [...], "mode", "seconds"}) for people: as Markdown
 (`format_markdown`, what claims.md holds), as plain text (`format_report`) and drawn by rich on a terminal
 (`print_claims`: PASS green, FAIL red; the plain text byte for byte otherwise: pipes, files, logs). Each shows
-the authors' own value of the measure beside the measured one ("authors"; "-" where none exists)."""
+the authors' own value of the measure beside the measured one ("authors"; "-" where none exists), and the
+measured one's 95% interval in brackets where the claim has one."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ def authors(c: dict[str, Any]) -> str:
         return "-"
     precision = c.get("reference_precision") or 0
     return f"{ref:.4g}" + (f" +- {precision:.2g}" if precision else "")
+
+
+def measured(c: dict[str, Any]) -> str:
+    """The measured value as printed, with its 95% interval where the claim has one: '0.04 [0.012, 0.068]'."""
+    iv = c.get("interval")
+    return f"{c['measured']:.4g}" + (f" [{iv[0]:.3g}, {iv[1]:.3g}]" if iv else "")
 
 
 def verdict(c: dict[str, Any]) -> str:
@@ -57,7 +64,7 @@ def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
         claim.append(f": {c['claim']}")
         v = verdict(c)
         result = Text(v, style={"PASS": "bold green", "FAIL": "bold red"}.get(v, "bold yellow"))
-        table.add_row(claim, Text(str(c["source"])), Text(f"{c['measured']:.4g}"), Text(authors(c)),
+        table.add_row(claim, Text(str(c["source"])), Text(measured(c)), Text(authors(c)),
                       Text(str(c["threshold"])), result)
     console.print(table)
     mode = report.get("mode", "quick" if report.get("quick") else "full")
@@ -72,7 +79,7 @@ def format_markdown(report: dict[str, Any]) -> str:
     for c in report["claims"]:
         name = f"`{c['id']}`: {c['claim']}" if c.get("id") else c["claim"]
         cells = [name + (" (stricter check)" if c.get("role") == "stricter" else ""), c["source"],
-                 f"{c['measured']:.4g}", authors(c), c["threshold"],
+                 measured(c), authors(c), c["threshold"],
                  {"PASS": "PASS", "FAIL": "**FAIL**"}.get(verdict(c), "*inconclusive*")]
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in cells) + " |")
     return "\n".join(lines) + "\n"
@@ -82,7 +89,7 @@ def format_report(report: dict[str, Any]) -> str:
     rows = [("claim", "source", "measured", "authors", "threshold", "result")]
     for c in report["claims"]:
         strict = " [stricter]" if c.get("role") == "stricter" else ""
-        rows.append((f"{c['id']}{strict}: {c['claim']}", c["source"], f"{c['measured']:.4g}", authors(c),
+        rows.append((f"{c['id']}{strict}: {c['claim']}", c["source"], measured(c), authors(c),
                      c["threshold"], verdict(c)))
     widths = [min(max(len(r[i]) for r in rows), 90) for i in range(6)]
     lines = ["  ".join(str(v)[:w].ljust(w) for v, w in zip(r, widths)) for r in rows]

@@ -12,7 +12,7 @@ import numpy as np
 
 from icgd.core.io import atomic_path
 from icgd.experiments.common import Size, size
-from icgd.experiments.dai.keys import DATASET, KEYS, MEAN
+from icgd.experiments.dai.keys import BOOTSTRAP, DATASET, DATASETS, KEYS, MEAN, PREMISE, PREMISE_INTERVAL, PREMISE_KEPT
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.results.figures import band, label_axes, subplots
 
@@ -62,6 +62,7 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
     cfg = dai_config(ctx)
     ctx.result("model", model)
     ctx.result("config", cfg.model_dump(mode="json"))
+    ctx.result(DATASETS, [t.name for t in tasks])
     queries, layers, summaries, selection = [], [], [], []
     for task in tasks:
         name = task.name
@@ -71,11 +72,18 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
         selection += r["lr_selection"]
         summaries.append(r["summary"])
         for k, v in r["summary"].items():
-            if k != "dataset":
+            if k not in ("dataset", "bootstrap"):
                 ctx.result(DATASET.format(dataset=name, key=k), v)
         _layer_figure(ctx, name, pd.DataFrame(r["layers"]))
-    for key in KEYS:
-        ctx.result(MEAN.format(key=key), float(np.mean([s[key] for s in summaries])))
+    kept = _premise(ctx, summaries)
+    boot: dict[str, list[float]] = {}
+    for s in summaries:
+        for k in ("icl_accuracy_mean", "zsl_accuracy"):
+            boot[DATASET.format(dataset=s["dataset"], key=k)] = s["bootstrap"][k]
+    for key in KEYS if kept else ():  # the comparison, over the data sets where ICL beats ZSL
+        ctx.result(MEAN.format(key=key), float(np.mean([s[key] for s in kept])))
+        boot[MEAN.format(key=key)] = np.mean([s["bootstrap"][key] for s in kept], axis=0).tolist()
+    ctx.result(BOOTSTRAP, {k: [round(x, 6) for x in v] for k, v in boot.items()})
     for name, rows in (("queries", queries), ("layers", layers), ("lr_selection", selection)):
         with atomic_path(ctx.out / f"{name}.parquet") as tmp:
             pd.DataFrame(rows).to_parquet(tmp, index=False)
@@ -83,13 +91,33 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
     _report(ctx, model, summaries)
 
 
+def _premise(ctx: ExperimentContext, summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each data set's premise (ICL accuracy averaged over demonstration seeds minus ZSL, with its bootstrap
+    interval) and the data sets where it holds: the interval's lower end above zero."""
+    kept = []
+    for s in summaries:
+        diff = np.asarray(s["bootstrap"]["icl_accuracy_mean"]) - np.asarray(s["bootstrap"]["zsl_accuracy"])
+        low, high = (np.percentile(diff, [2.5, 97.5]).tolist() if len(diff) else [float("nan")] * 2)
+        s[PREMISE], s[PREMISE_INTERVAL] = s["icl_accuracy_mean"] - s["zsl_accuracy"], [low, high]
+        ctx.result(DATASET.format(dataset=s["dataset"], key=PREMISE), s[PREMISE])
+        ctx.result(DATASET.format(dataset=s["dataset"], key=PREMISE_INTERVAL), [low, high])
+        if low > 0:
+            kept.append(s)
+        else:
+            ctx.note(f"{s['dataset']}: left out of the comparison claims: ICL averaged over the demonstration "
+                     f"seeds does not beat ZSL ({s[PREMISE]:+.3f}, 95% interval [{low:+.3f}, {high:+.3f}])")
+    ctx.result(PREMISE_KEPT, [s["dataset"] for s in kept])
+    return kept
+
+
 def _table_row(s: dict[str, Any]) -> dict[str, Any]:
     cols = ["dataset", "n_test", "n_demos", "chosen_seed", "chosen_lr", "zsl_accuracy", "icl_accuracy",
             "icl_accuracy_mean", "icl_accuracy_std", "ft_accuracy", "ft_accuracy_mean", "ft_accuracy_std", "rec2ftp",
-            "rec2ftp_denominator", "rec2ftp_mean", "rec2ftp_std"]
+            "rec2ftp_denominator", "rec2ftp_mean", "rec2ftp_std", PREMISE]
     for m in KEYS[4:]:
         cols += [m, f"{m}_mean", f"{m}_std"]
-    return {c: s[c] for c in cols + ["ft_seconds_per_set", "icl_queries_per_second", "zsl_queries_per_second"]}
+    return {c: s[c] for c in cols + ["ft_seconds_per_set", "icl_queries_per_second", "zsl_queries_per_second"]} \
+        | {"premise_low": s[PREMISE_INTERVAL][0], "premise_high": s[PREMISE_INTERVAL][1]}
 
 
 def _layer_figure(ctx: ExperimentContext, name: str, lay) -> None:
@@ -115,6 +143,10 @@ def _report(ctx: ExperimentContext, model: str, summaries: list[dict[str, Any]])
 
     for s in summaries:
         d = s["dataset"]
+        lo, hi = s[PREMISE_INTERVAL]
+        ctx.report(f"{d}: the premise, ICL beats ZSL (with demonstrations of any seed)",
+                   f"ICL averaged over seeds minus ZSL {s[PREMISE]:+.3f}, 95% interval [{lo:+.3f}, {hi:+.3f}]: "
+                   + ("holds, the data set is compared" if lo > 0 else "**does not hold: left out of the comparison**"))
         ctx.report(f"{d}: ICL and FT improve on ZSL (Table 2's accuracies)",
                    f"{model}, {s['n_demos']} demonstrations, {s['n_test']} test queries, chosen seed "
                    f"{s['chosen_seed']}, lr {s['chosen_lr']:g}: ZSL {s['zsl_accuracy']:.3f}, ICL "
@@ -122,8 +154,8 @@ def _report(ctx: ExperimentContext, model: str, summaries: list[dict[str, Any]])
         ctx.report(f"{d}: Rec2FTP, 'more than 85%' on average (Table 2)",
                    f"{pm(s, 'rec2ftp', '.1f')} over {s['rec2ftp_denominator']} queries FT fixed")
         ctx.report(f"{d}: SimAOU (FT) much more positive than SimAOU (random), which is around zero (Table 3)",
-                   f"FT {pm(s, 'simaou_ft')}; random zero-mean {pm(s, 'simaou_random')}; random uniform [0,1) "
-                   f"(authors' code) {pm(s, 'simaou_random_uniform')}")
+                   f"FT {pm(s, 'simaou_ft')}; random uniform [0,1) (authors' code) {pm(s, 'simaou_random')}; "
+                   f"random zero-mean (SPEC) {pm(s, 'simaou_random_normal')}")
         ctx.report(f"{d}: SimAM after finetuning above before (Table 4)",
                    f"after {pm(s, 'simam_after')}; before {pm(s, 'simam_before')}")
         ctx.report(f"{d}: Kendall (ICL, FT) distinctly positive, Kendall (ICL, random) near zero (Table 5)",
