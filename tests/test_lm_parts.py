@@ -305,3 +305,20 @@ def test_bootstrap_resamples_seeds_and_queries():
     # Rec2FTP: FT fixes the ZSL errors (odd queries); ICL seed 1 gets 3 of its 4 pattern right on them
     assert abs(np.nanmean(np.array(b["rec2ftp"])[chosen == 1]) - 50.0) < 10
     assert bootstrap(rows, val, 400, seed=0) == b  # determined by its seed
+
+
+def test_kendall_on_a_hand_computed_example():
+    """ICL ranks three tokens 1 < 2 < 3, FT ranks them 1 < 3 < 2: two concordant pairs and one discordant,
+    tau = (2 - 1) / 3. Per demonstration (sizes 1 and 2): ICL 1/6 vs 5/6, FT 0.1 vs 0.9, tau = 1."""
+    icl = torch.log(torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64))  # softmax: 1/6, 2/6, 3/6
+    ft = torch.tensor([[0.1, 0.5, 0.4]], dtype=torch.float64)
+    out = M.kendall(icl, ft, [1, 2], np.random.default_rng(0))
+    assert out["token"].tolist() == pytest.approx([1 / 3]) and out["example"].tolist() == pytest.approx([1.0])
+
+
+def test_simaou_random_is_the_cosine_with_the_authors_uniform_draw():
+    h0, h1 = torch.tensor([[[1.0, 0.0, 0.0]]]), torch.tensor([[[0.0, 2.0, 0.0]]])  # unit: update (-1, 1, 0)
+    got = M.simaou_random(h0, h1, torch.Generator().manual_seed(3), "uniform")
+    u = torch.rand((1, 1, 3), generator=torch.Generator().manual_seed(3), dtype=torch.float64)[0, 0]
+    expect = float((u[1] - u[0]) / (2 ** 0.5 * u.norm()))
+    assert got.shape == (1, 1) and float(got) == pytest.approx(expect)
