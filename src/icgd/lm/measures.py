@@ -5,15 +5,15 @@ queries per layer and then over layers with equal weight, as in the source's tab
 - Rec2FTP: among the queries FT (zero-shot prompt on the finetuned model) gets right and ZSL wrong, the
   percentage ICL also gets right.
 - SimAOU: cos(h_ICL - h_ZSL, h_FT - h_ZSL), h the attention output at the analysed token, L2-normalised
-  per layer. Random baseline: cos(h_ICL - h_ZSL, u) with u a zero-mean Gaussian vector (SPEC); the
-  authors' code draws u uniform in [0, 1) (not zero-mean), reported beside it.
+  per layer. Random baseline: cos(h_ICL - h_ZSL, u) with u uniform in [0, 1) as the authors' code draws it
+  (not zero-mean; the claims use it), or a zero-mean Gaussian vector (the SPEC's reading), reported beside.
 - SimAM: cosine between the pre-softmax scores of the analysed token to the query's own tokens, ICL vs
   ZSL (before finetuning) and ICL vs FT (after), per head, averaged over heads.
 - Kendall: Kendall's tau-b between (a) ICL's attention of the analysed token to the demonstration tokens
   (pre-softmax scores summed over heads, softmaxed over those tokens) and (b) FT's dual-form attention to
-  the same tokens as training tokens: softmax over tokens of q(token) . q(query), q the query projection
-  (before rotary embedding) of the token in its own FT step's forward and of the analysed token on the
-  finetuned model. Token level; example level sums the softmaxed weights per demonstration. Random
+  the same tokens as training tokens: softmax over tokens of q(token) . q(query), q the query (recorded
+  after or before the rotary embedding: `icgd.lm.record`) of the token in its own FT step's forward and of
+  the analysed token on the finetuned model. Token level; example level sums the softmaxed weights per demonstration. Random
   baseline: tau between (a) and a uniform random vector.
 """
 
