@@ -69,10 +69,18 @@ def test_every_packaged_model_scores_past_its_window_with_the_prefix_cache(name,
     queries = [lm.tokenizer(t, add_special_tokens=False)["input_ids"] for t in (" Topic:", " The topic is")]
     labels = [lm.tokenizer(t, add_special_tokens=False)["input_ids"] for t in (" sport", " business and money")]
     assert len(prefix) > window and len(labels[1]) > 1  # past the window; a label of several tokens
-    cached = score(lm, prefix, queries, labels, use_cache=True).logp
-    whole = score(lm, prefix, queries, labels, use_cache=False).logp
-    assert torch.isfinite(cached).all()
-    torch.testing.assert_close(cached, whole, rtol=0, atol=2e-3)
+    cached = score(lm, prefix, queries, labels, use_cache=True, record=True)
+    whole = score(lm, prefix, queries, labels, use_cache=False, record=True)
+    assert torch.isfinite(cached.logp).all()
+    torch.testing.assert_close(cached.logp, whole.logp, rtol=0, atol=2e-3)
+    # the recorded scores to the prefix too (Gemma 3's crashed once its cache held only the window): keys a
+    # sliding-window layer cannot attend are -inf in both, the rest equal
+    a, b = cached.prefix_scores, whole.prefix_scores
+    assert a.shape == b.shape == (2, lm.model.config.num_hidden_layers, len(prefix))
+    seen = torch.isfinite(a)
+    assert torch.equal(seen, torch.isfinite(b)) and seen[:, :, -8:].all()
+    assert seen.all() == (getattr(lm.model.config, "sliding_window", None) is None)
+    torch.testing.assert_close(a[seen], b[seen], rtol=1e-3, atol=2e-2)
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +114,26 @@ def test_dai_suite_measures_every_claim(dai_smoke):
             assert low <= high and (c["verdict"] == "inconclusive") == (holds[0] != holds[1]), c
     assert (out / "dai-icl-vs-ft" / "report.md").is_file()
     assert (out / "dai-icl-vs-ft" / "layers_bbc-news.png").is_file()
+
+
+def test_dai_premise_per_model_and_data_set(smollm, tmp_path):
+    """`dai-premise` in smoke mode: its table and result keys recomputed from its per-query table."""
+    import pandas as pd
+
+    from icgd.experiments.runner import run_experiment
+
+    out = tmp_path / "premise"
+    run_experiment("dai-premise", out, cache=tmp_path / "_train", smoke=True,
+                   options={"model": smollm, "data": ["bbc-news"]})
+    res = json.loads((out / "results.json").read_text())
+    q = pd.read_parquet(out / "premise.parquet")
+    assert set(q.model) == {"smollm2-135m"} and q.demo_seed.nunique() == 2
+    diff = q.groupby("demo_seed").icl_correct.mean().mean() - q[q.demo_seed == 0].zsl_correct.mean()
+    assert res["smollm2-135m.bbc-news.premise"] == pytest.approx(diff)
+    low, high = res["smollm2-135m.bbc-news.premise_interval"]
+    assert low <= high
+    assert res["smallest_model_where_premise_holds"] == ("smollm2-135m" if low > 0 else None)
+    assert (out / "premise.png").is_file()
 
 
 def test_lr_selection_table_where_no_chosen_rate_raised_its_loss(dai_smoke):

@@ -322,3 +322,34 @@ def test_simaou_random_is_the_cosine_with_the_authors_uniform_draw():
     u = torch.rand((1, 1, 3), generator=torch.Generator().manual_seed(3), dtype=torch.float64)[0, 0]
     expect = float((u[1] - u[0]) / (2 ** 0.5 * u.norm()))
     assert got.shape == (1, 1) and float(got) == pytest.approx(expect)
+
+
+def test_premise_interval_resamples_seeds_and_queries():
+    from icgd.lm.premise import premise_interval
+
+    q = 100
+    zsl = np.arange(q) % 2 == 0  # ZSL right on half the queries
+    low, high = premise_interval(zsl, np.ones((3, q), bool), 500)  # ICL always right: holds
+    assert 0.3 < low < 0.5 < high < 0.7
+    low, high = premise_interval(zsl, np.stack([zsl] * 3), 500)  # ICL no better than ZSL (paired): no
+    assert low == high == 0.0
+    # two seeds always right and one always wrong: +0.167 on average, but a draw of the seeds can give any of
+    # 0..3 good ones, so the interval straddles zero (resampling the queries alone would put it above zero)
+    low, high = premise_interval(zsl, np.stack([np.ones(q, bool), np.ones(q, bool), np.zeros(q, bool)]), 2000)
+    assert low < 0 < high
+    with pytest.raises(ValueError, match="must be"):
+        premise_interval(zsl, np.ones((3, q - 1), bool), 10)
+
+
+def test_kendall_leaves_out_tokens_outside_a_sliding_window():
+    """A layer that cannot attend some demonstration tokens (-inf scores) ranks only the others; a layer that
+    sees fewer than two gives nan."""
+    from scipy.stats import kendalltau
+
+    icl = torch.tensor([[0.3, -1.0, 2.0, 0.5], [float("-inf"), float("-inf"), 2.0, 0.5],
+                        [float("-inf")] * 3 + [1.0]], dtype=torch.float64)
+    ft = torch.softmax(torch.tensor([[1.0, 0.2, 0.4, 3.0]] * 3, dtype=torch.float64), -1)
+    k = M.kendall(icl, ft, [2, 2], np.random.default_rng(0))
+    assert k["token"][0] == pytest.approx(kendalltau(icl[0].numpy(), ft[0].numpy()).statistic)
+    assert k["token"][1] == pytest.approx(-1.0)  # over the two visible tokens: 2.0 > 0.5 against 0.4 < 3.0
+    assert np.isnan(k["token"][2]) and np.isnan(k["token_random"][2]) and np.isfinite(k["example"]).all()

@@ -101,7 +101,7 @@ def demonstrations(task: TextTask, n: int, seed: int) -> np.ndarray:
     return train[np.random.default_rng(seed).permutation(len(train))[:n]]
 
 
-class _Cache:
+class StageCache:
     """Saved stages of one study (torch files, written atomically); no directory: nothing is saved."""
 
     def __init__(self, root: Path | None, key: dict[str, Any]):
@@ -140,7 +140,7 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
     q_val, q_test = query_ids(lm, task, val), query_ids(lm, task, test)
     gold_val = np.array([task.label_index(i) for i in val])
     gold_test = np.array([task.label_index(i) for i in test])
-    store = _Cache(cache, {"model": str(lm.path), "task": task.name, "n_examples": len(task.examples),
+    store = StageCache(cache, {"model": str(lm.path), "task": task.name, "n_examples": len(task.examples),
                            "template": task.template, "words": task.words, "config": cfg.model_dump(mode="json")})
     sc = dict(analysed=cfg.analysed, progress=progress)
 

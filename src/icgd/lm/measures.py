@@ -99,18 +99,22 @@ def kendall(icl_scores: Tensor, ft_weights: Tensor, sizes: Sequence[int], gen: n
     """Kendall's tau per layer between ICL's attention to the demonstration tokens and FT's, at token and
     example level, and the random baselines. icl_scores (L, P_d) pre-softmax, summed over heads; ft_weights
     (L, P_d) from `ft_attention`; sizes: tokens per demonstration (summing to P_d). Returns arrays (L,):
-    token, token_random, example, example_random."""
-    icl = torch.softmax(icl_scores.double(), -1).numpy()
+    token, token_random, example, example_random. Scores of -inf (tokens outside a layer's sliding window)
+    get ICL weight 0 and are left out of that layer's token level (nan where fewer than 2 remain)."""
+    icl = torch.nan_to_num(torch.softmax(icl_scores.double(), -1), nan=0.0).numpy()
     ft = ft_weights.double().numpy()
     if icl.shape != ft.shape or sum(sizes) != icl.shape[1]:
         raise ValueError(f"ICL weights {icl.shape}, FT weights {ft.shape} and demonstration sizes {sum(sizes)} "
                          "do not line up")
     bounds = np.cumsum([0, *sizes])
     out: dict[str, list[float]] = {"token": [], "token_random": [], "example": [], "example_random": []}
+    seen = torch.isfinite(icl_scores).numpy()
     for layer in range(icl.shape[0]):
         r = gen.random(icl.shape[1])
-        out["token"].append(kendall_tau(icl[layer], ft[layer]))
-        out["token_random"].append(kendall_tau(icl[layer], r))
+        v = seen[layer]  # a sliding-window layer (Gemma 3): the token level over the tokens it can attend
+        few = v.sum() < 2
+        out["token"].append(float("nan") if few else kendall_tau(icl[layer][v], ft[layer][v]))
+        out["token_random"].append(float("nan") if few else kendall_tau(icl[layer][v], r[v]))
         ex_icl, ex_ft = np.add.reduceat(icl[layer], bounds[:-1]), np.add.reduceat(ft[layer], bounds[:-1])
         out["example"].append(kendall_tau(ex_icl, ex_ft))
         out["example_random"].append(kendall_tau(ex_icl, gen.random(len(sizes))))

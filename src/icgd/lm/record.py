@@ -5,7 +5,9 @@ and its query projection. The model itself is not re-implemented.
 
 Hook points, for layer l (what `Recorder.take()` returns, one tensor per point stacked over layers):
 - `scores_last`: (L, H, K) pre-softmax scaled scores q_t . k_j * scaling of the forward's last token t to
-  every key j (the cached prefix included), before the causal mask, as the source's code records them;
+  every key j (the cached prefix included), as the source's code records them (the last token's causal mask
+  hides nothing); keys outside a sliding window, which the layer cannot attend, are -inf, whether the mask
+  hides them (a whole sequence) or the layer's cache no longer holds them (a cached prefix past the window);
 - `out_last`: (L, D) the attention module's output (after the output projection, before the residual) at
   the last token;
 - `q`: (L, T, H*d) the query at every position of the forward, heads side by side (only when `queries` is
@@ -64,7 +66,11 @@ def _recording_attention(module, query: Tensor, key: Tensor, value: Tensor, atte
     rec, inner = _RECORDING.get(module, (None, "eager"))
     if rec is not None and rec.scores:
         k = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
-        rec._scores[module.layer_idx] = (query[0, :, -1:] @ k[0].transpose(-1, -2))[:, 0].detach() * scaling
+        row = (query[0, :, -1:] @ k[0].transpose(-1, -2))[:, 0].detach() * scaling
+        if attention_mask is not None:  # the last token's mask row hides only keys outside a sliding window
+            last = attention_mask[0, 0, -1, -row.shape[-1]:]
+            row = row.masked_fill(~last if last.dtype == torch.bool else last < 0, float("-inf"))
+        rec._scores[module.layer_idx] = row
     if rec is not None and rec.queries == "rotary":  # (H, T, d) -> (T, H*d), the projection's layout
         rec._q[module.layer_idx] = query[0].transpose(0, 1).reshape(query.shape[2], -1).detach()
     if inner == "eager":
@@ -155,6 +161,10 @@ class Recorder:
                 if len(store) != n:
                     raise RuntimeError(f"recorded {name} for {len(store)} of {n} layers: no forward ran while "
                                        "recording, or the model does not call its attention interface")
-                out[name] = torch.stack([store[i].float() for i in range(n)])
+                rows = [store[i].float() for i in range(n)]
+                width = max(r.shape[-1] for r in rows)  # a sliding-window layer's cache holds only its window:
+                rows = [torch.nn.functional.pad(r, (width - r.shape[-1], 0), value=float("-inf"))
+                        if r.shape[-1] < width else r for r in rows]  # the keys before it count as hidden
+                out[name] = torch.stack(rows)
                 store.clear()
         return out

@@ -5,6 +5,7 @@ registering its experiment on import.
 | module | experiment | tables |
 |---|---|---|
 | `icl_vs_ft` | dai-icl-vs-ft | ZSL, ICL and K/V finetuning on the same queries: accuracy, Rec2FTP, SimAOU, SimAM, Kendall (Tables 2-5) |
+| `premise` | dai-premise | ZSL vs ICL accuracy over demonstration seeds, per model and data set: which model learns in context (Table 1's premise) |
 | `momentum` | dai-momentum | vanilla against momentum attention in small byte-level LMs: perplexity and in-context accuracy (Tables 6-7) |
 
 `keys` holds the result keys the claims read (`icgd.claims.dai`). Our choices where the source is silent or
@@ -14,4 +15,4 @@ the data sets that ship in packages (BBC News topics; full mode adds the tweets)
 separate test split for the reported numbers (the source selected on the reported examples).
 """
 
-from icgd.experiments.dai import icl_vs_ft, keys, momentum  # noqa: F401  (importing registers the experiments)
+from icgd.experiments.dai import icl_vs_ft, keys, momentum, premise  # noqa: F401  (importing registers the experiments)
