@@ -192,17 +192,29 @@ def test_csv_task_and_its_errors(tmp_path):
     (["--data", "/no/such/file.csv"], "no/such/file.csv"),
     (["--data", "imdb"], "unknown data set 'imdb'"),
     (["--model", "/no/such/model", "--data", "{csv}"], "neither a packaged model"),
+    (["--model", "{gguf}", "--data", "{csv}"], "cannot load the model file"),
+    (["--data", "{one_label}"], "needs at least two distinct labels"),
+    (["--data", "{empty_text}"], "line 4 has an empty 'text' or 'label' (and 1 more)"),
 ])
 def test_dai_bad_data_or_model_is_one_line_exit_2(argv, needle, tmp_path, capsys):
     from icgd.cli import main
 
-    good = tmp_path / "mine.csv"
-    good.write_text("text,label\n" + "".join(f"example {i},{'ab'[i % 2]}\n" for i in range(20)))
-    argv = [a.replace("{csv}", str(good)) for a in argv]
+    files = {"csv": "".join(f"example {i},{'ab'[i % 2]}\n" for i in range(20)),
+             "one_label": "".join(f"example {i},a\n" for i in range(20)),
+             "empty_text": "x,a\ny,b\n,a\n" + "".join(f"example {i},{'ab'[i % 2]}\n" for i in range(20)) + "z,\n"}
+    for name, rows in files.items():
+        (tmp_path / f"{name}.csv").write_text("text,label\n" + rows)
+    (tmp_path / "broken.gguf").write_bytes(b"GGUF\x03\x00\x00\x00 not a real model")
+    argv = [a.replace("{gguf}", str(tmp_path / "broken.gguf")) for a in argv]
+    for n in files:
+        argv = [a.replace("{" + n + "}", str(tmp_path / f"{n}.csv")) for a in argv]
     out = tmp_path / "run"
+    out.mkdir()
+    (out / "earlier.json").write_text("{}")  # something already written there
     assert main(["reproduce", "dai-icl-vs-ft", "--smoke", "--quiet", "--out", str(out), *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and "\n" not in err and err.startswith("error:")
+    assert (out / "earlier.json").read_text() == "{}"
 
 
 def test_a_model_in_byte_slices_is_joined_once_and_checked(tmp_path, monkeypatch):

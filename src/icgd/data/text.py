@@ -143,7 +143,10 @@ def tweets(max_words: int | None = 40) -> TextTask:
     return TextTask("tweets", out, labels, labels, "Tweet: {text}\nSentiment:", n_validation=1000, n_test=1000)
 
 
-def _read_csv(path: Path, text_column: str, label_column: str, encoding: str = "utf-8") -> list[tuple[str, str]]:
+def _read_csv(path: Path, text_column: str, label_column: str, encoding: str = "utf-8",
+              lines: list[int] | None = None) -> list[tuple[str, str]]:
+    """(text, label) per row; `lines`, when given, receives each row's last line number in the file."""
+    lines = [] if lines is None else lines
     if not path.is_file():
         raise DataError(f"{path} is missing")
     try:
@@ -152,7 +155,11 @@ def _read_csv(path: Path, text_column: str, label_column: str, encoding: str = "
             cols = reader.fieldnames or []
             if text_column not in cols or label_column not in cols:
                 raise DataError(f"{path}: needs columns {text_column!r} and {label_column!r}, has {cols}")
-            return [(r[text_column] or "", (r[label_column] or "").strip()) for r in reader]
+            rows = []
+            for r in reader:
+                rows.append((r[text_column] or "", (r[label_column] or "").strip()))
+                lines.append(reader.line_num)
+            return rows
     except (UnicodeDecodeError, csv.Error) as e:
         raise DataError(f"{path}: cannot read it as a {encoding} CSV ({e})") from None
 
@@ -163,11 +170,18 @@ def csv_task(path: str | Path, template: str = "Input: {text}\nLabel:", words: d
     """A task from a user's CSV file with a header (columns `text_column` and `label_column`).
 
     words: label -> label word (default: the label itself); labels in sorted order; validation and test
-    splits default to a fifth of the examples each, at most 500."""
+    splits default to a fifth of the examples each, at most 500. Every row needs a non-empty text and label,
+    and the file at least two labels (a one-line `DataError` naming the first bad line otherwise)."""
     path = Path(path)
-    rows = [(t, lab) for t, lab in _read_csv(path, text_column, label_column) if t.strip() and lab]
+    lines: list[int] = []
+    rows = _read_csv(path, text_column, label_column, lines=lines)
     if not rows:
-        raise DataError(f"{path}: no rows with a text and a label")
+        raise DataError(f"{path}: no rows under its header")
+    empty = [n for (t, lab), n in zip(rows, lines) if not t.strip() or not lab]
+    if empty:  # a row without its text or label is a broken file, not something to drop silently
+        more = f" (and {len(empty) - 1} more)" if len(empty) > 1 else ""
+        raise DataError(f"{path}: line {empty[0]} has an empty {text_column!r} or {label_column!r}{more}; "
+                        "fill or remove such rows")
     labels = tuple(sorted({lab for _, lab in rows}))
     words = words or {}
     missing = set(words) - set(labels)
