@@ -365,3 +365,25 @@ def test_kendall_leaves_out_tokens_outside_a_sliding_window():
     assert k["token"][0] == pytest.approx(kendalltau(icl[0].numpy(), ft[0].numpy()).statistic)
     assert k["token"][1] == pytest.approx(-1.0)  # over the two visible tokens: 2.0 > 0.5 against 0.4 < 3.0
     assert np.isnan(k["token"][2]) and np.isnan(k["token_random"][2]) and np.isfinite(k["example"]).all()
+
+
+@pytest.mark.parametrize("name, labels, words, template", [
+    ("mr", ("negative", "positive"), ("Negative", "Positive"), "Review: {text} Sentiment:"),
+    ("subj", ("objective", "subjective"), ("objective", "subjective"), "Input: {text} Type:"),
+    ("trec", ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"), None, "Question: {text} Answer type:"),
+])
+def test_packaged_text_tasks_load_offline_with_disjoint_splits(name, labels, words, template):
+    """The sentiment, subjectivity and question-type sets that ship in packages (skipped where the package
+    is missing): the authors' templates and words for MR and Subj, every class present in every split, no
+    text in two splits."""
+    try:
+        t = load_task(name)
+    except DataError as e:
+        pytest.skip(str(e))
+    assert t.labels == labels and t.template == template and (words is None or t.words == words)
+    texts = {s: {t.examples[int(i)][0] for i in t.split(s)} for s in ("train", "validation", "test")}
+    assert sum(len(v) for v in texts.values()) == len(t.examples) > 5000
+    assert not (texts["train"] & texts["test"]) and not (texts["train"] & texts["validation"])
+    assert not (texts["validation"] & texts["test"])
+    for s in ("validation", "test"):
+        assert {t.examples[int(i)][1] for i in t.split(s)} == set(labels)

