@@ -309,7 +309,7 @@ def _add_study_options(p: argparse.ArgumentParser, out_help: str, cache_default:
     p.add_argument("--out", help=out_help)
     p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--model", help="source 003's language model: smollm2-135m (default), gemma3-270m, qwen2.5-coder-0.5b, a .gguf "
+    p.add_argument("--model", help="source 003's language model: gemma3-270m (default), smollm2-135m, qwen2.5-coder-0.5b, a .gguf "
                                    "file or a Hugging Face model folder (other experiments ignore it)")
     p.add_argument("--data", help="source 003's data sets, comma-separated: bbc-news, tweets, mr, subj, trec or CSV "
                                   "files with columns text, label (default bbc-news; full mode adds tweets)")

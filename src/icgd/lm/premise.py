@@ -12,7 +12,6 @@ premise holds where the interval's lower end is above zero, the rule of `dai-icl
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -48,20 +47,18 @@ def premise(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
             progress: bool = True) -> dict[str, Any]:
     """ZSL and ICL of every demonstration seed on the task's first `cfg.n_test` test queries. Returns
     {"queries": rows (dataset, demo_seed, query_id, gold, zsl_correct, icl_correct), "summary": {dataset,
-    n_test, n_demos, zsl_accuracy, icl_accuracy_mean/std/min/max, premise, premise_low, premise_high, holds,
-    seconds}}. Stages are saved under `cache` as `compare`'s are, so a rerun reads them."""
+    n_test, n_demos, seeds, zsl_accuracy, icl_accuracy_mean/std/min/max, premise, premise_low, premise_high,
+    holds}}. Stages are saved under `cache` as `compare`'s are, so a rerun reads them."""
     test = task.split("test")[:cfg.n_test]
     labels, start, queries = label_ids(lm, task), start_ids(lm, cfg.start), query_ids(lm, task, test)
     gold = np.array([task.label_index(i) for i in test])
     store = StageCache(cache, {"study": "premise", "model": str(lm.path), "task": task.name,
                            "n_examples": len(task.examples), "template": task.template, "words": task.words,
                            "n_test": cfg.n_test, "n_demos": cfg.n_demos, "start": cfg.start})
-    t0 = time.perf_counter()
     zsl = store.get("zsl", lambda: score(lm, start, queries, labels, progress=progress, desc="ZSL").logp)
     icl = {s: store.get(f"icl-seed{s}", lambda s=s: score(
         lm, build_prefix(lm, task, demonstrations(task, cfg.n_demos, s), cfg.start), queries, labels,
         progress=progress, desc=f"ICL, seed {s}").logp) for s in cfg.demo_seeds}
-    seconds = time.perf_counter() - t0
     zsl_ok = zsl.argmax(-1).numpy() == gold
     icl_ok = np.stack([icl[s].argmax(-1).numpy() == gold for s in cfg.demo_seeds])
     rows = [{"dataset": task.name, "demo_seed": s, "query_id": int(q), "gold": task.labels[gold[j]],
@@ -74,6 +71,5 @@ def premise(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
                "zsl_accuracy": float(zsl_ok.mean()), "icl_accuracy_mean": float(per_seed.mean()),
                "icl_accuracy_std": float(per_seed.std(ddof=1)) if len(per_seed) > 1 else 0.0,
                "icl_accuracy_min": float(per_seed.min()), "icl_accuracy_max": float(per_seed.max()),
-               "premise": diff, "premise_low": low, "premise_high": high, "holds": bool(low > 0),
-               "seconds": seconds}
+               "premise": diff, "premise_low": low, "premise_high": high, "holds": bool(low > 0)}
     return {"queries": rows, "summary": summary}

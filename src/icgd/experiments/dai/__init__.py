@@ -9,9 +9,10 @@ registering its experiment on import.
 | `momentum` | dai-momentum | vanilla against momentum attention in small byte-level LMs: perplexity and in-context accuracy (Tables 6-7) |
 
 `keys` holds the result keys the claims read (`icgd.claims.dai`). Our choices where the source is silent or
-its numbers are lost (stated in the docs): the model (SmolLM2-135M-Instruct by default; `--model` picks
-another; in Python, options={"model": ...} takes a name, a path or an already-loaded `icgd.lm.models.LM`),
-the data sets that ship in packages (BBC News topics; full mode adds the tweets), the learning-rate grids, a
+its numbers are lost (stated in the docs): the model (Gemma-3-270M by default, the smallest packaged model
+that learns in context on both data sets, `dai-premise`; `--model` picks another; in Python,
+options={"model": ...} takes a name, a path or an already-loaded `icgd.lm.models.LM`), the data sets that
+ship in packages (BBC News topics; full mode adds the tweets), the learning-rate grids, a
 separate test split for the reported numbers (the source selected on the reported examples).
 """
 

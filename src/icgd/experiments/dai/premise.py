@@ -96,7 +96,8 @@ def _figure(ctx: ExperimentContext, tab) -> None:
         t = tab[tab.dataset == d]
         x = np.arange(len(t))
         ax.bar(x - 0.2, t.zsl_accuracy, 0.4, label="ZSL")
-        err = np.stack([t.icl_accuracy_mean - t.icl_accuracy_min, t.icl_accuracy_max - t.icl_accuracy_mean])
+        err = np.clip(np.stack([t.icl_accuracy_mean - t.icl_accuracy_min, t.icl_accuracy_max - t.icl_accuracy_mean]),
+                      0, None)  # equal seeds: a rounding error below zero
         ax.bar(x + 0.2, t.icl_accuracy_mean, 0.4, yerr=err, capsize=3, label="ICL (seeds: mean, min-max)")
         ax.set_xticks(x, list(t.model), rotation=20, fontsize=7)
         ax.set_title(d)
