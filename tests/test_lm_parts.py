@@ -196,7 +196,8 @@ def test_csv_task_and_its_errors(tmp_path):
     (["--data", "{one_label}"], "needs at least two distinct labels"),
     (["--data", "{empty_text}"], "line 4 has an empty 'text' or 'label' (and 1 more)"),
 ])
-def test_dai_bad_data_or_model_is_one_line_exit_2(argv, needle, tmp_path, capsys):
+@pytest.mark.parametrize("experiment", ["dai-icl-vs-ft", "dai-premise"])
+def test_dai_bad_data_or_model_is_one_line_exit_2(experiment, argv, needle, tmp_path, capsys):
     from icgd.cli import main
 
     files = {"csv": "".join(f"example {i},{'ab'[i % 2]}\n" for i in range(20)),
@@ -211,7 +212,9 @@ def test_dai_bad_data_or_model_is_one_line_exit_2(argv, needle, tmp_path, capsys
     out = tmp_path / "run"
     out.mkdir()
     (out / "earlier.json").write_text("{}")  # something already written there
-    assert main(["reproduce", "dai-icl-vs-ft", "--smoke", "--quiet", "--out", str(out), *argv]) == 2
+    if experiment == "dai-premise" and "--model" in argv:  # a list: the bad model named before any loads
+        argv[argv.index("--model") + 1] = "smollm2-135m," + argv[argv.index("--model") + 1]
+    assert main(["reproduce", experiment, "--smoke", "--quiet", "--out", str(out), *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and "\n" not in err and err.startswith("error:")
     assert (out / "earlier.json").read_text() == "{}"

