@@ -7,9 +7,11 @@ Q test queries, the task's single-token labels; the same queries are scored twic
 prefix forward included in the cached time), and the label log-probabilities compared. Then FT: one epoch
 of SGD on the key/value projections over the same k demonstrations (`icgd.lm.finetune.finetune_kv`).
 Prints queries/s for both, their ratio (`speedup` in --json), the FT seconds per demonstration set and the
-process's peak memory.
+process's peak memory. With `--batch B` the cached queries are also scored B side by side
+(`icgd.lm.icl.score_batched`): `queries_per_s_batched`, `batch_speedup` over one at a time, and the largest
+log-probability difference between the two.
 
-    python3 benchmarks/lm_eval_speed.py [--model smollm2-135m] [--task bbc-news] [--k 32] [--queries 20] [--json]
+    python3 benchmarks/lm_eval_speed.py [--model smollm2-135m] [--task bbc-news] [--k 32] [--queries 20] [--batch 8] [--json]
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0, help="demonstration seed")
     ap.add_argument("--lr", type=float, default=1e-2, help="FT learning rate (timing only)")
+    ap.add_argument("--batch", type=int, default=1, help="also score the cached queries this many side by side")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     from icgd.data.text import load_task
@@ -59,6 +62,11 @@ def main() -> None:
         scores[use_cache] = score(lm, prefix, queries, labels, use_cache=use_cache, progress=not args.json,
                                   desc=f"ICL, prefix cache {'on' if use_cache else 'off'}").logp
         times[use_cache] = time.perf_counter() - t0
+    if args.batch > 1:
+        t0 = time.perf_counter()
+        batched = score(lm, prefix, queries, labels, batch=args.batch, progress=not args.json,
+                        desc=f"ICL, {args.batch} queries side by side").logp
+        times["batched"] = time.perf_counter() - t0
     start = start_ids(lm)
     with KVSnapshot(lm.model):
         t0 = time.perf_counter()
@@ -74,6 +82,10 @@ def main() -> None:
            "icl_accuracy": float((scores[True].argmax(1) == gold).double().mean()),
            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
            "torch_threads": torch.get_num_threads()}
+    if args.batch > 1:
+        out |= {"batch": args.batch, "queries_per_s_batched": len(queries) / times["batched"],
+                "batch_speedup": times[True] / times["batched"],
+                "max_abs_logprob_difference_batched": float((batched - scores[True]).abs().max())}
     if args.json:
         print(json.dumps(out, indent=2))
     else:

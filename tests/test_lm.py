@@ -73,6 +73,8 @@ def test_every_packaged_model_scores_past_its_window_with_the_prefix_cache(name,
     whole = score(lm, prefix, queries, labels, use_cache=False, record=True)
     assert torch.isfinite(cached.logp).all()
     torch.testing.assert_close(cached.logp, whole.logp, rtol=0, atol=2e-3)
+    batched = score(lm, prefix, queries, labels, batch=3, record=True)  # side by side, one row of padding
+    torch.testing.assert_close(batched.logp, cached.logp, rtol=0, atol=2e-3)
     # the recorded scores to the prefix too (Gemma 3's crashed once its cache held only the window): keys a
     # sliding-window layer cannot attend are -inf in both, the rest equal
     a, b = cached.prefix_scores, whole.prefix_scores
@@ -81,6 +83,9 @@ def test_every_packaged_model_scores_past_its_window_with_the_prefix_cache(name,
     assert torch.equal(seen, torch.isfinite(b)) and seen[:, :, -8:].all()
     assert seen.all() == (getattr(lm.model.config, "sliding_window", None) is None)
     torch.testing.assert_close(a[seen], b[seen], rtol=1e-3, atol=2e-2)
+    c = batched.prefix_scores
+    assert torch.equal(torch.isfinite(c), seen)
+    torch.testing.assert_close(c[seen], a[seen], rtol=1e-3, atol=2e-2)
 
 
 @pytest.fixture(scope="module")

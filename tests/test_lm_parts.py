@@ -390,3 +390,39 @@ def test_packaged_text_tasks_load_offline_with_disjoint_splits(name, labels, wor
     assert not (texts["validation"] & texts["test"])
     for s in ("validation", "test"):
         assert {t.examples[int(i)][1] for i in t.split(s)} == set(labels)
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_batched_scoring_equals_one_query_at_a_time(tiny, use_cache):
+    """Queries of different lengths, side by side in batches of 3 (the last batch short), labels of one and of
+    several tokens: the same log-probabilities as scoring one query at a time."""
+    from icgd.lm.icl import score
+
+    g = torch.Generator().manual_seed(3)
+    prefix = torch.randint(1, 50, (20,), generator=g).tolist()
+    queries = [torch.randint(1, 50, (n,), generator=g).tolist() for n in (3, 7, 1, 5, 4, 9, 2)]
+    labels = [[5], [7, 8, 9], [11, 12]]
+    one = score(tiny, prefix, queries, labels, use_cache=use_cache).logp
+    many = score(tiny, prefix, queries, labels, use_cache=use_cache, batch=3).logp
+    assert torch.isfinite(one).all()
+    torch.testing.assert_close(many, one, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("use_cache, queries_at, analysed", [(True, "rotary", "label"), (True, "projection", "prompt"),
+                                                             (False, "rotary", "label")])
+def test_batched_recording_equals_one_query_at_a_time(tiny, use_cache, queries_at, analysed):
+    """Every hook point read per row of a padded batch (the analysed token's scores, attention output and
+    query) equals the one-query-at-a-time recording."""
+    from icgd.lm.icl import score
+
+    g = torch.Generator().manual_seed(4)
+    prefix = torch.randint(1, 50, (16,), generator=g).tolist()
+    queries = [torch.randint(1, 50, (n,), generator=g).tolist() for n in (3, 7, 1, 5, 4)]
+    labels = [[5], [7, 8]]
+    kw = dict(use_cache=use_cache, record=True, record_queries=queries_at, analysed=analysed)
+    one, many = score(tiny, prefix, queries, labels, **kw), score(tiny, prefix, queries, labels, batch=2, **kw)
+    for name in ("logp", "out", "prefix_scores", "q_last"):
+        torch.testing.assert_close(getattr(many, name), getattr(one, name), rtol=0, atol=1e-6, msg=name)
+    assert [s.shape for s in many.query_scores] == [s.shape for s in one.query_scores]
+    for a, b in zip(many.query_scores, one.query_scores):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)

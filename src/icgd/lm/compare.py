@@ -55,7 +55,9 @@ class DaiConfig(BaseModel):
     measure uses (the authors' code: 100); kendall_query: the query FT's dual attention is computed with
     ("rotary": the one the attention scores with, as the authors' code's q, which is what their attention
     uses; "projection": before the rotary embedding); metric_seed: the random baselines' and the bootstrap's
-    seed; bootstrap: replicates of the percentile bootstrap over seeds and queries (`bootstrap`)."""
+    seed; bootstrap: replicates of the percentile bootstrap over seeds and queries (`bootstrap`); batch:
+    queries side by side in every scoring forward (`icgd.lm.icl.score_batched`: the same log-probabilities
+    and hook points to float tolerance, faster on a CPU; 1 scores one query at a time)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -70,6 +72,7 @@ class DaiConfig(BaseModel):
     kendall_query: Literal["rotary", "projection"] = "rotary"
     metric_seed: int = 0
     bootstrap: int = Field(1000, ge=0)
+    batch: int = Field(8, ge=1, le=256)
 
     @field_validator("demo_seeds")
     @classmethod
@@ -142,7 +145,7 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
     gold_test = np.array([task.label_index(i) for i in test])
     store = StageCache(cache, {"model": str(lm.path), "task": task.name, "n_examples": len(task.examples),
                            "template": task.template, "words": task.words, "config": cfg.model_dump(mode="json")})
-    sc = dict(analysed=cfg.analysed, progress=progress)
+    sc = dict(analysed=cfg.analysed, progress=progress, batch=cfg.batch)
 
     def acc(logp: torch.Tensor, gold: np.ndarray) -> float:
         return float((logp.argmax(-1).numpy() == gold).mean())
@@ -228,7 +231,7 @@ def select_lr(rows: list[dict[str, Any]], dataset: str) -> float:
 def _seed_test(lm, cfg: DaiConfig, prefix: Prefix, examples: list[list[int]], n_start: int, q_test, labels,
                zsl: dict[str, Any], lr: float, seed: int, progress: bool) -> dict[str, Any]:
     """ICL and FT of one demonstration seed on the test queries, and the per-query, per-layer measures."""
-    sc = dict(analysed=cfg.analysed, progress=progress)
+    sc = dict(analysed=cfg.analysed, progress=progress, batch=cfg.batch)
     t0 = time.perf_counter()
     icl = score(lm, prefix, q_test, labels, record=True, desc=f"ICL test, seed {seed}", **sc)
     t_icl = time.perf_counter() - t0

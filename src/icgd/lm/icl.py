@@ -117,17 +117,21 @@ class Scored:
 @torch.no_grad()
 def score(lm, prefix: Prefix | list[int], queries: Sequence[list[int]], labels: Sequence[list[int]],
           use_cache: bool = True, record: bool = False, record_queries: bool | str = False, analysed: str = "label",
-          progress: bool = False, desc: str = "queries") -> Scored:
+          progress: bool = False, desc: str = "queries", batch: int = 1) -> Scored:
     """Score every label after prefix + each query: `Scored.logp` (Q, C) float64.
 
     use_cache: compute the prefix once and reuse its key/value cache for every query (rolled back after
     each); otherwise every sequence runs whole from the first token (tested equal). record: also capture
     the hook points at the analysed token (see `ANALYSED`); record_queries: the query too ("rotary" or
-    "projection", see `icgd.lm.record`; True: "projection")."""
+    "projection", see `icgd.lm.record`; True: "projection"). batch: queries run side by side in one forward
+    (`score_batched`), the same numbers to float tolerance."""
     from tqdm.auto import tqdm
 
     if analysed not in ANALYSED:
         raise ValueError(f"analysed must be one of {ANALYSED}, got {analysed!r}")
+    if batch > 1:
+        return score_batched(lm, prefix, queries, labels, batch, use_cache, record, record_queries, analysed,
+                             progress, desc)
     pre = prefix.ids if isinstance(prefix, Prefix) else list(prefix)
     dev = lm.device
     n_q, P = len(queries), len(pre)
@@ -168,6 +172,89 @@ def score(lm, prefix: Prefix | list[int], queries: Sequence[list[int]], labels: 
             else:  # several tokens: one more sequence, read at the label's positions
                 lp = run(q + lt[:-1], len(lt))
                 logp[qi, li] = sum(float(lp[i, t]) for i, t in enumerate(lt))
+    return Scored(logp, torch.stack(outs) if outs else None, qscores or None,
+                  torch.stack(pscores) if pscores else None, torch.stack(qlast) if qlast else None)
+
+
+@torch.no_grad()
+def score_batched(lm, prefix: Prefix | list[int], queries: Sequence[list[int]], labels: Sequence[list[int]],
+                  batch: int = 8, use_cache: bool = True, record: bool = False, record_queries: bool | str = False,
+                  analysed: str = "label", progress: bool = False, desc: str = "queries") -> Scored:
+    """`score(...)` with `batch` sequences per forward: the same `Scored`, to float tolerance (tested).
+
+    Why: on a CPU one short query over a cached prefix reads every weight of the model for a few dozen
+    tokens, so the forward is bound by memory bandwidth; `batch` queries share that read
+    (`benchmarks/lm_eval_speed.py --batch`). The sequences are padded on the right (a causal model's real
+    tokens never see the padding after them, and their positions are those of the unbatched run); the prefix
+    cache is repeated along the batch (`Cache.batch_repeat_interleave`) and rolled back after each forward as
+    in `score`; the logits are kept only at each row's needed positions (`logits_to_keep` as a (B, k) index
+    tensor); the hook points are read per row at its analysed token (`Recorder.positions`, `take_rows`). The
+    last batch is filled with copies of its last sequence, whose results are dropped. Labels of several
+    tokens run as their own batches of query + label, unrecorded, as in `score`."""
+    from tqdm.auto import tqdm
+
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    if analysed not in ANALYSED:
+        raise ValueError(f"analysed must be one of {ANALYSED}, got {analysed!r}")
+    pre = prefix.ids if isinstance(prefix, Prefix) else list(prefix)
+    dev, P = lm.device, len(pre)
+    cache = None
+    if use_cache and pre:
+        cache = lm.model(torch.tensor([pre], device=dev), use_cache=True).cache
+        cache.activate_past_recording()  # sliding-window layers: crop can roll back past the window
+        cache.batch_repeat_interleave(batch)
+    rec = Recorder(lm.model, queries=record_queries, implementation=lm.attn_implementation) if record else None
+    shift = P if cache is None and pre else 0  # where the sequence starts in the forward's tokens
+
+    def run(seqs: list[list[int]], ends: list[int], k: int, recording: bool = False):
+        """(len(seqs), k, V) log-probabilities at the k positions before each `ends` of prefix + sequence
+        (ends: positions in the sequence), and the hook points per row when recording."""
+        n = len(seqs)
+        rows, ends = list(seqs) + [seqs[-1]] * (batch - n), list(ends) + [ends[-1]] * (batch - n)
+        width = max(len(r) for r in rows)
+        ids = torch.tensor([r + [r[-1]] * (width - len(r)) for r in rows], device=dev)
+        if cache is None and pre:
+            ids = torch.cat([torch.tensor([pre] * batch, dtype=ids.dtype, device=dev), ids], 1)
+        keep = torch.tensor([[shift + e - k + j for j in range(k)] for e in ends], device=dev)
+        kw = dict(cache=cache, use_cache=True) if cache is not None else {}
+        taken = None
+        if recording:
+            rec.positions = [shift + len(r) - 1 for r in rows]  # the analysed token: each row's last real one
+            with rec:
+                logits = lm.model(ids, logits_to_keep=keep, **kw).logits
+                taken = rec.take_rows()[:n]
+            rec.positions = None
+        else:
+            logits = lm.model(ids, logits_to_keep=keep, **kw).logits
+        if cache is not None:
+            cache.crop(-width)  # roll back to the prefix for the next batch
+        return torch.log_softmax(logits[:n].double(), -1).cpu(), taken
+
+    logp = torch.empty(len(queries), len(labels), dtype=torch.float64)
+    outs, qscores, pscores, qlast = [], [], [], []
+    ext = labels[0][:1] if analysed == "label" else []
+    chunks = [list(range(i, min(i + batch, len(queries)))) for i in range(0, len(queries), batch)]
+    for idx in tqdm(chunks, disable=not progress, desc=desc, leave=False):
+        qs = [list(queries[i]) for i in idx]
+        if rec is not None:  # recorded at the analysed token (query + first label token, or the query's last)
+            first, taken = run([q + ext for q in qs], [len(q) for q in qs], 1, recording=True)
+            for q, r in zip(qs, taken):
+                outs.append(r["out_last"].cpu())
+                sc = r["scores_last"]  # (L, H, P + len(q) + len(ext))
+                qscores.append(sc[:, :, P:].cpu())
+                pscores.append(sc[:, :, :P].sum(1).cpu())
+                if record_queries:  # at the analysed token, not at the row's padding
+                    qlast.append(r["q"][:, shift + len(q) + len(ext) - 1].cpu())
+        else:
+            first, _ = run(qs, [len(q) for q in qs], 1)
+        first = first[:, 0]
+        for li, lt in enumerate(labels):
+            if len(lt) == 1:
+                logp[idx, li] = first[:, lt[0]]
+            else:  # several tokens: query + label, read at the label's positions
+                lp, _ = run([q + lt[:-1] for q in qs], [len(q) + len(lt) - 1 for q in qs], len(lt))
+                logp[idx, li] = lp[:, torch.arange(len(lt)), torch.tensor(lt)].sum(-1)
     return Scored(logp, torch.stack(outs) if outs else None, qscores or None,
                   torch.stack(pscores) if pscores else None, torch.stack(qlast) if qlast else None)
 

@@ -54,11 +54,11 @@ def premise(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
     gold = np.array([task.label_index(i) for i in test])
     store = StageCache(cache, {"study": "premise", "model": str(lm.path), "task": task.name,
                            "n_examples": len(task.examples), "template": task.template, "words": task.words,
-                           "n_test": cfg.n_test, "n_demos": cfg.n_demos, "start": cfg.start})
-    zsl = store.get("zsl", lambda: score(lm, start, queries, labels, progress=progress, desc="ZSL").logp)
+                           "n_test": cfg.n_test, "n_demos": cfg.n_demos, "start": cfg.start, "batch": cfg.batch})
+    zsl = store.get("zsl", lambda: score(lm, start, queries, labels, progress=progress, desc="ZSL", batch=cfg.batch).logp)
     icl = {s: store.get(f"icl-seed{s}", lambda s=s: score(
         lm, build_prefix(lm, task, demonstrations(task, cfg.n_demos, s), cfg.start), queries, labels,
-        progress=progress, desc=f"ICL, seed {s}").logp) for s in cfg.demo_seeds}
+        progress=progress, desc=f"ICL, seed {s}", batch=cfg.batch).logp) for s in cfg.demo_seeds}
     zsl_ok = zsl.argmax(-1).numpy() == gold
     icl_ok = np.stack([icl[s].argmax(-1).numpy() == gold for s in cfg.demo_seeds])
     rows = [{"dataset": task.name, "demo_seed": s, "query_id": int(q), "gold": task.labels[gold[j]],

@@ -14,7 +14,9 @@ Hook points, for layer l (what `Recorder.take()` returns, one tensor per point s
   set): "rotary", the query the attention computes its scores with (after the rotary position embedding and
   any query norm: what the attention function receives); "projection", the query projection's output before
   them.
-Batch size 1.
+`take()` reads a forward of batch size 1 at its last token. A forward of several sequences side by side,
+padded on the right, is read per row with `take_rows()` after setting `Recorder.positions` to each row's
+analysed position (the scores then stop at that position: the keys after it are the row's padding).
 """
 
 from __future__ import annotations
@@ -66,13 +68,19 @@ def _recording_attention(module, query: Tensor, key: Tensor, value: Tensor, atte
     rec, inner = _RECORDING.get(module, (None, "eager"))
     if rec is not None and rec.scores:
         k = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
-        row = (query[0, :, -1:] @ k[0].transpose(-1, -2))[:, 0].detach() * scaling
-        if attention_mask is not None:  # the last token's mask row hides only keys outside a sliding window
-            last = attention_mask[0, 0, -1, -row.shape[-1]:]
-            row = row.masked_fill(~last if last.dtype == torch.bool else last < 0, float("-inf"))
-        rec._scores[module.layer_idx] = row
-    if rec is not None and rec.queries == "rotary":  # (H, T, d) -> (T, H*d), the projection's layout
-        rec._q[module.layer_idx] = query[0].transpose(0, 1).reshape(query.shape[2], -1).detach()
+        t, n_k = query.shape[2], k.shape[2]
+        rows = []
+        for b, p in enumerate(rec.rows(query.shape[0], t)):
+            seen = n_k - (t - 1 - p)  # the keys up to the analysed position (later ones: this row's padding)
+            row = (query[b, :, p:p + 1] @ k[b, :, :seen].transpose(-1, -2))[:, 0].detach() * scaling
+            if attention_mask is not None:  # the analysed token's mask row hides only keys outside a sliding window
+                m = attention_mask[b if attention_mask.shape[0] > 1 else 0, 0, p]
+                m = m[m.shape[-1] - n_k:][:seen]
+                row = row.masked_fill(~m if m.dtype == torch.bool else m < 0, float("-inf"))
+            rows.append(row)
+        rec._scores[module.layer_idx] = rows
+    if rec is not None and rec.queries == "rotary":  # (B, H, T, d) -> (B, T, H*d), the projection's layout
+        rec._q[module.layer_idx] = query.transpose(1, 2).reshape(query.shape[0], query.shape[2], -1).detach()
     if inner == "eager":
         fn = eager_attention
     else:
@@ -118,6 +126,16 @@ class Recorder:
         self._out: dict[int, Tensor] = {}
         self._q: dict[int, Tensor] = {}
         self._handles: list[Any] = []
+        #: per batch row, the position (in the forward's tokens) of the analysed token; None: the last of each
+        self.positions: list[int] | None = None
+
+    def rows(self, batch: int, length: int) -> list[int]:
+        """The analysed position of each of `batch` rows of a forward of `length` tokens."""
+        if self.positions is None:
+            return [length - 1] * batch
+        if len(self.positions) != batch:
+            raise RuntimeError(f"{len(self.positions)} analysed positions for a batch of {batch}")
+        return list(self.positions)
 
     def __enter__(self) -> "Recorder":
         from transformers import AttentionInterface, AttentionMaskInterface
@@ -144,27 +162,43 @@ class Recorder:
         self.model.set_attn_implementation(self.implementation)
 
     def _out_hook(self, module, args, output) -> None:
-        self._out[module.layer_idx] = output[0][0, -1].detach()
+        o = output[0]  # (B, T, D)
+        self._out[module.layer_idx] = o[torch.arange(o.shape[0]), self.rows(o.shape[0], o.shape[1])].detach()
 
     def _q_hook(self, layer: int):
         def hook(module, args, output) -> None:
-            self._q[layer] = output[0].detach()
+            self._q[layer] = output.detach()  # (B, T, H*d)
         return hook
 
-    def take(self) -> dict[str, Tensor]:
-        """The hook points of the latest forward, stacked over layers (float32, on the model's device)."""
+    def take_rows(self) -> list[dict[str, Tensor]]:
+        """The hook points of the latest forward, one dict per batch row (see `take`)."""
         n = len(self.mods)
-        out: dict[str, Tensor] = {}
         for name, store, on in (("scores_last", self._scores, self.scores), ("out_last", self._out, self.outputs),
                                 ("q", self._q, bool(self.queries))):
-            if on:
-                if len(store) != n:
-                    raise RuntimeError(f"recorded {name} for {len(store)} of {n} layers: no forward ran while "
-                                       "recording, or the model does not call its attention interface")
-                rows = [store[i].float() for i in range(n)]
+            if on and len(store) != n:
+                raise RuntimeError(f"recorded {name} for {len(store)} of {n} layers: no forward ran while "
+                                   "recording, or the model does not call its attention interface")
+        batch = len(self._scores[0]) if self.scores else len(self._out[0]) if self.outputs else len(self._q[0])
+        out: list[dict[str, Tensor]] = [{} for _ in range(batch)]
+        for b in range(batch):
+            if self.scores:
+                rows = [self._scores[i][b].float() for i in range(n)]
                 width = max(r.shape[-1] for r in rows)  # a sliding-window layer's cache holds only its window:
                 rows = [torch.nn.functional.pad(r, (width - r.shape[-1], 0), value=float("-inf"))
                         if r.shape[-1] < width else r for r in rows]  # the keys before it count as hidden
-                out[name] = torch.stack(rows)
-                store.clear()
+                out[b]["scores_last"] = torch.stack(rows)
+            if self.outputs:
+                out[b]["out_last"] = torch.stack([self._out[i][b].float() for i in range(n)])
+            if self.queries:
+                out[b]["q"] = torch.stack([self._q[i][b].float() for i in range(n)])
+        for store in (self._scores, self._out, self._q):
+            store.clear()
         return out
+
+    def take(self) -> dict[str, Tensor]:
+        """The hook points of the latest forward (batch size 1), stacked over layers (float32, on the model's
+        device)."""
+        rows = self.take_rows()
+        if len(rows) != 1:
+            raise RuntimeError(f"take() reads a forward of batch size 1, this one had {len(rows)}: use take_rows()")
+        return rows[0]

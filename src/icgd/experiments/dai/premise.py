@@ -59,7 +59,7 @@ def dai_premise(ctx: ExperimentContext) -> None:
         if not isinstance(m, LM):
             check(m)
     cfg = DaiConfig(n_demos=size(ctx, N_DEMOS), demo_seeds=tuple(ctx.seeds), n_test=size(ctx, N_TEST))
-    ctx.result("config", cfg.model_dump(mode="json", include={"n_demos", "demo_seeds", "n_test", "start",
+    ctx.result("config", cfg.model_dump(mode="json", include={"n_demos", "demo_seeds", "n_test", "start", "batch",
                                                                "bootstrap", "metric_seed"}))
     ctx.result("datasets", list(names))
     rows, summaries = [], []
