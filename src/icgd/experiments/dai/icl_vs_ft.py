@@ -47,7 +47,7 @@ def dai_config(ctx: ExperimentContext):
 
 
 @register("dai-icl-vs-ft", "ZSL vs ICL vs K/V finetuning on the same queries: accuracy, Rec2FTP, SimAOU, "
-          "SimAM, Kendall (Tables 2-5)", SOURCE, quick_minutes=12, full_minutes=120)
+          "SimAM, Kendall (Tables 2-5)", SOURCE, quick_minutes=8, full_minutes=120)
 def icl_vs_ft(ctx: ExperimentContext) -> None:
     import pandas as pd
 
