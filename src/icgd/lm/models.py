@@ -151,18 +151,26 @@ def check(name: str) -> Path:
     folder, gguf = locate(name)
     if gguf is None:
         return folder
-    try:
-        from gguf import GGUFReader
+    _require("gguf", "python3 -m pip install -c constraints.txt gguf accelerate")
+    from gguf import GGUFReader
 
+    try:
         GGUFReader(folder / gguf)
-    except ImportError:
-        raise LMError("loading a language model needs the package 'gguf': python3 -m pip install -c "
-                      "constraints.txt gguf accelerate") from None
     except Exception as e:  # noqa: BLE001 - any failure to parse the header becomes one line naming the file
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        hint = f"; reinstall it: {PACKAGED[name].pip}" if name in PACKAGED else ""
-        raise LMError(f"cannot load the model file {folder / gguf}: {msg}{hint}") from None
+        raise _unreadable(name, folder / gguf, e) from None
     return folder / gguf
+
+
+def _require(module: str, pip: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise LMError(f"loading a language model needs the package {module!r}: {pip}")
+
+
+def _unreadable(name: str, where: Path, e: Exception) -> LMError:
+    """One line naming the model file that could not be read, and how to reinstall a packaged one."""
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    hint = f"; reinstall it: {PACKAGED[name].pip}" if name in PACKAGED else ""
+    return LMError(f"cannot load the model file {where}: {msg}{hint}")
 
 
 def load_lm(name: str = "smollm2-135m", device: torch.device | str = "cpu",
@@ -170,10 +178,8 @@ def load_lm(name: str = "smollm2-135m", device: torch.device | str = "cpu",
     """Load model `name` (see `locate`) and its tokenizer, offline, in eval mode on `device`.
 
     attn_implementation "eager" makes `output_attentions` and the attention hooks available."""
-    for module, pip in (("transformers", "python3 -m pip install -c constraints.txt transformers"),
-                        ("gguf", "python3 -m pip install -c constraints.txt gguf accelerate")):
-        if importlib.util.find_spec(module) is None:
-            raise LMError(f"loading a language model needs the package {module!r}: {pip}")
+    _require("transformers", "python3 -m pip install -c constraints.txt transformers")
+    _require("gguf", "python3 -m pip install -c constraints.txt gguf accelerate")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder, gguf = locate(name)
@@ -186,8 +192,6 @@ def load_lm(name: str = "smollm2-135m", device: torch.device | str = "cpu",
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, attn_implementation=attn_implementation,
                                                      **kw)
     except Exception as e:  # noqa: BLE001 - any failure to read the file becomes one line naming it
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        hint = f"; reinstall it: {PACKAGED[name].pip}" if name in PACKAGED else ""
-        raise LMError(f"cannot load the model file {where}: {msg}{hint}") from None
+        raise _unreadable(name, where, e) from None
     model.eval().to(device)
     return LM(model, tokenizer, name, where, attn_implementation)
