@@ -84,7 +84,8 @@ def test_kernels_match_their_formulas(name):
         "sigmoid": math.tanh(0.7 * dot + 0.3),
         "polynomial": (dot + 0.7) ** 3,
         "cosine": dot / float(qi.norm() * kj.norm()),
-        "chi_squared": math.exp(-s * float(((qi - kj) ** 2 / (qi + kj)).sum())),
+        "chi_squared": math.exp(-s * float(((qi - kj) ** 2 / (qi + kj)).sum())),  # the standard one: inputs >= 0
+        "chi_squared_abs_of_sum": math.exp(-s * float(((qi - kj) ** 2 / (qi + kj)).sum())),
     }[name]
     assert got.shape == (2, 1, 4, 5)
     assert abs(float(got[0, 0, 1, 2]) - ref) < 1e-12
@@ -221,3 +222,26 @@ def test_layer_norm_between_layers_skips_the_first():
             StackConfig(attention=AttentionConfig(d_model=4), **({"n_layers": 2, "layer_norm": "between"} | bad))
     with pytest.raises(ValueError):
         StackConfig(attention=AttentionConfig(d_model=4), n_layers=2, layer_norm="after")
+
+
+def test_chi_squared_on_signed_inputs_is_the_standard_kernel_on_positive_and_negative_parts():
+    """Issue 35: `chi_squared` on signed q, k equals scikit-learn's convention for the standard kernel
+    (inputs >= 0, a 0/0 term counted as 0) applied to [q+, q-] and [k+, k-]; `chi_squared_abs_of_sum` keeps
+    |q + k| in the denominator and so explodes where q ~ -k."""
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(1, 1, 6, 3, generator=g, dtype=torch.float64)
+    k = torch.randn(1, 1, 7, 3, generator=g, dtype=torch.float64)
+    p = torch.tensor([[0.6]], dtype=torch.float64)
+    got = get_kernel("chi_squared").fn(q, k, p, {})
+
+    def parts(x):
+        return torch.cat([x.clamp_min(0), (-x).clamp_min(0)], -1)
+
+    a, b = parts(q[0, 0]).unsqueeze(1), parts(k[0, 0]).unsqueeze(0)
+    num, den = (a - b) ** 2, a + b
+    terms = torch.where(den > 0, num / den.clamp_min(1e-300), torch.zeros_like(num))
+    torch.testing.assert_close(got[0, 0], torch.exp(-0.6 * terms.sum(-1)))
+    near_opposite = torch.tensor([[[[0.5, 0.5]]]], dtype=torch.float64)
+    other = torch.tensor([[[[-0.5 + 1e-9, 0.5]]]], dtype=torch.float64)
+    assert get_kernel("chi_squared").fn(near_opposite, other, p, {}).item() == pytest.approx(math.exp(-0.6 * 1.0))
+    assert get_kernel("chi_squared_abs_of_sum").fn(near_opposite, other, p, {}).item() < 1e-100

@@ -43,6 +43,9 @@ class Claim:
     #: None: the claim has no interval). The interval is the replicates' 2.5th to 97.5th percentile of the
     #: measure; where it straddles the bar the verdict is "inconclusive"
     replicates: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
+    #: named numbers shown beside the measure (e.g. {"trained": ..., "untrained": ...} for a claim that compares
+    #: a trained model with the same model untrained); None: none
+    values: Callable[[dict[str, Any]], dict[str, float]] | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -71,7 +74,15 @@ class Claim:
                 "why": self.why, "role": self.role, "reference": ref.value, "reference_source": ref.source,
                 "reference_precision": ref.precision if ref.value is not None else None,
                 "reference_passes": self.holds(ref.value) if ref.value is not None else None} \
-            | ({"note": note} if note else {})
+            | ({"note": note} if note else {}) | self._values(results)
+
+    def _values(self, results: dict[str, Any]) -> dict[str, Any]:
+        if self.values is None:
+            return {}
+        try:
+            return {"values": {k: float(v) for k, v in self.values(results).items()}}
+        except (KeyError, TypeError, ZeroDivisionError):
+            return {}
 
     def _seed_values(self, results: dict[str, Any]) -> list[float] | None:
         if self.per_seed is None:

@@ -128,8 +128,26 @@ register_kernel(Kernel("cosine",
                        lambda q, k, p, o: _dot(q, k) / (q.norm(dim=-1, keepdim=True)
                                                         * k.norm(dim=-1).unsqueeze(-2)).clamp_min(_EPS),
                        doc="q.k / (|q| |k|)", constant_head=False))
-register_kernel(Kernel("chi_squared",
-                       lambda q, k, p, o: torch.exp(-_p(p, 0) * (
-                           (q.unsqueeze(-2) - k.unsqueeze(-3)) ** 2
-                           / (q.unsqueeze(-2) + k.unsqueeze(-3)).abs().clamp_min(_EPS)).sum(-1)),
-                       (1.0,), doc="exp(-s sum (q-k)^2 / |q+k|) (meant for non-negative features)", param_names=("s",)))
+def _chi2(q: Tensor, k: Tensor, p: Tensor, denominator) -> Tensor:
+    """exp(-s sum_j (q_j - k_j)^2 / den(q_j, k_j)), a term whose denominator is 0 counted as 0 (its numerator is
+    0 too where den = |q| + |k|: scikit-learn's convention for the standard kernel)."""
+    d = q.unsqueeze(-2) - k.unsqueeze(-3)
+    den = denominator(q.unsqueeze(-2), k.unsqueeze(-3))
+    return torch.exp(-_p(p, 0) * (d * d / den.clamp_min(_EPS)).sum(-1))
+
+
+#: chi-squared on signed inputs (issue 35). The standard kernel, exp(-s sum (x - y)^2 / (x + y)), is defined
+#: for non-negative x, y only (scikit-learn's `chi2_kernel`; Zhang et al., IJCV 2007); queries and keys are
+#: signed projections here. "chi_squared" is the standard kernel applied to the positive and negative parts
+#: [x+, x-] of each coordinate, which works out to the denominator |x| + |y|: equal to the standard kernel on
+#: non-negative inputs, a positive definite kernel on all inputs (a feature map composed with one), and on a
+#: pair of opposite signs its term is |x - y|, so it never blows up. "chi_squared_abs_of_sum" is the form icgd
+#: used before (SPEC 5's signed form with |x + y|): for opposite signs with x ~ -y its term explodes, so it
+#: acts as a detector of which orthant a pair shares (what made it the "best" kernel on the quadrant data).
+#: The authors' public code has no chi-squared kernel (aarontwang/icl_attention_categorical, all commits).
+register_kernel(Kernel("chi_squared", lambda q, k, p, o: _chi2(q, k, p, lambda a, b: a.abs() + b.abs()), (1.0,),
+                       doc="exp(-s sum (q-k)^2 / (|q| + |k|)): the standard chi-squared on the positive and negative "
+                           "parts", param_names=("s",)))
+register_kernel(Kernel("chi_squared_abs_of_sum", lambda q, k, p, o: _chi2(q, k, p, lambda a, b: (a + b).abs()),
+                       (1.0,), doc="exp(-s sum (q-k)^2 / |q + k|): icgd's earlier signed form, an orthant detector",
+                       param_names=("s",)))

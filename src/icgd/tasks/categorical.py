@@ -8,6 +8,9 @@ distractors) sets the probabilities of the C categories, through a quadrant temp
   others share the rest. For C = 3 there are 12 (3 categories for the diagonal x 2 diagonals x 2 ways to
   place the other two), of the form and number of the authors' code's list; no linear boundary separates
   the diagonal category from the others, which is what lets nonlinear kernels beat the linear one.
+- "halfplane": the near-linear counterpart (issue 35): one category dominates a half-plane (two adjacent
+  quadrants), two others one remaining quadrant each; 24 for C = 3. A linear score separates each category's
+  region almost as well as any, so here "nonlinear kernels beat linear" need not hold.
 - "fixed": always the same XOR template (category C-1 on the (-,-)/(+,+) diagonal, category 0 on (-,+),
   category 1 on (+,-)); the source's Fig. 1 template is lost in the text we have, so this is our choice.
 
@@ -55,6 +58,25 @@ def xor_templates(n_categories: int) -> Tensor:
     return torch.tensor(rows, dtype=torch.int64)
 
 
+#: the four half-planes as pairs of adjacent quadrants: x_1 < 0, x_1 >= 0, x_2 < 0, x_2 >= 0
+_HALF_PLANES = ((0, 1), (2, 3), (0, 2), (1, 3))
+
+
+def halfplane_templates(n_categories: int) -> Tensor:
+    """Every near-linear template: (K, 4) dominant category per quadrant, one category dominating a half-plane
+    (two adjacent quadrants) and two others one remaining quadrant each; K = C (C-1) (C-2) * 4. Each
+    category's region is a half-plane or a quadrant, so a linear score separates it almost as well as any."""
+    rows = []
+    for half_cat, a, b in itertools.permutations(range(n_categories), 3):
+        for half in _HALF_PLANES:
+            rest = [q for q in range(4) if q not in half]
+            row = [0] * 4
+            row[half[0]] = row[half[1]] = half_cat
+            row[rest[0]], row[rest[1]] = a, b
+            rows.append(row)
+    return torch.tensor(rows, dtype=torch.int64)
+
+
 def quadrant_of(x: Tensor) -> Tensor:
     """Quadrant index (...,) in 0..3 of covariates (..., Dx >= 2): 2 [x_1 >= 0] + [x_2 >= 0]."""
     if x.shape[-1] < 2:
@@ -93,7 +115,7 @@ class CategoricalQuadrants(SquaredErrorObjective, BaseModel):
     n_queries: int = Field(8, ge=1, description="query points per task Q (queries='random')")
     queries: Literal["random", "grid", "centres"] = "random"
     grid_size: int = Field(100, ge=2, description="G for queries='grid' (G^2 queries)")
-    templates: Literal["xor", "fixed"] = "xor"
+    templates: Literal["xor", "halfplane", "fixed"] = "xor"
     dominant: float = Field(0.8, gt=0, lt=1, description="probability of a quadrant's dominant category")
     query_targets: Literal["labels", "probabilities"] = "labels"
 
@@ -138,7 +160,8 @@ class CategoricalQuadrants(SquaredErrorObjective, BaseModel):
     def template_table(self, dtype: torch.dtype = torch.float32) -> Tensor:
         """The quadrant probability tables of every template this task draws from: (K, 4, C)."""
         c = self.n_categories
-        doms = xor_templates(c) if self.templates == "xor" else torch.tensor([[c - 1, 0, 1, c - 1]])
+        doms = {"xor": xor_templates, "halfplane": halfplane_templates}.get(
+            self.templates, lambda c: torch.tensor([[c - 1, 0, 1, c - 1]]))(c)
         other = (1 - self.dominant) / (c - 1)
         table = torch.full((doms.shape[0], 4, c), other, dtype=dtype)
         table.scatter_(2, doms.unsqueeze(-1), self.dominant)

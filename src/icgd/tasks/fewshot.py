@@ -5,7 +5,8 @@ held-out classes; an episode draws `n_way` classes of its split, `n_shot` contex
 `n_query_shots` queries of each, in a random order. Labels are local to the episode (the order in which
 its classes were drawn) and encoded as in the categorical task: one-hot on 0..n_way-2, the last class all
 zeros, prior 1/n_way. Features are standardised with the mean and std of the training classes' examples
-(nothing of the held-out classes is used) and divided by sqrt(d), so that x_i . x is of order 1.
+(nothing of the held-out classes is used; a channel constant on them is only centred) and divided by sqrt(d),
+so that x_i . x is of order 1.
 
 Training episodes come from the training classes; `evaluation_task()` draws from the held-out classes and
 scores the error rate of the most probable label (1 - accuracy).
@@ -45,7 +46,10 @@ def _split(name: str, split_seed: int, test_classes: int) -> tuple[Tensor, Tenso
     test, train = perm[:test_classes].sort().values, perm[test_classes:].sort().values
     x = feats.double()
     seen = torch.isin(labels, train)
-    mean, std = x[seen].mean(0), x[seen].std(0).clamp_min(1e-6)
+    mean, std = x[seen].mean(0), x[seen].std(0)
+    # a channel constant on the training classes is left unscaled (centred only): dividing by a clamped std of
+    # 1e-6 blew some held-out features up to norms of about 5e4 (issue 35)
+    std = torch.where(std > 1e-8 * std.max().clamp_min(1e-300), std, torch.ones_like(std))
     return train, test, (x - mean) / std / math.sqrt(x.shape[1])
 
 

@@ -172,6 +172,8 @@ class KernelGDConfig(ModelSection):
         "none", description="none: kernel head only; tied: a constant head with the kernel head's rates (eq. 1); "
                             "free: its own rates")
     eta_init: float = Field(1.0, description="initial learning rate of every layer and entry")
+    eta_init_std: float = Field(0.0, ge=0, description="plus this times N(0, 1), drawn per layer and entry from the "
+                                "seed's generator (the authors' later code: 0.002 / L around 0, issue 35)")
     kernel_init: tuple[float, ...] | None = Field(None, description="initial kernel parameters (default the kernel's)")
     kernel_options: dict[str, float] = Field(default_factory=dict)
     learn_kernel_params: bool = True
@@ -190,7 +192,11 @@ def _build_kernel_gd(config: TrainConfigLike, dtype: torch.dtype, device: Any,
                      generator: torch.Generator | None) -> nn.Module:
     m = config.model
     biases = {"none": None, "tied": "tied", "free": m.eta_init}[m.constant_head]
-    return KernelGD(m.kernel, m.eta_init, m.n_layers, config.task.dy, biases=biases, kernel_params=m.kernel_init,
+    etas: Any = m.eta_init
+    if m.eta_init_std > 0:
+        dy = config.task.dy
+        etas = m.eta_init + m.eta_init_std * torch.randn(m.n_layers, dy, generator=generator, dtype=torch.float64)
+    return KernelGD(m.kernel, etas, m.n_layers, config.task.dy, biases=biases, kernel_params=m.kernel_init,
                     kernel_options=m.kernel_options, prior=getattr(config.task, "prior", 0.0),
                     n_scale=config.task.n_context, learn_kernel_params=m.learn_kernel_params, dtype=dtype,
                     device=device, name="kernel_gd")

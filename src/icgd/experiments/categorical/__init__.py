@@ -7,6 +7,7 @@ each registering its experiments on import.
 | `heads` | categorical-heads | the Trained TF with 1-4 softmax heads against the 1-head GD model (Fig. 4 left) |
 | `context` | categorical-context | softmax trained at N = 20 applied at N = 5 .. 160, RBF with and without the 1/N rescaled (Fig. 4 right) |
 | `depth` | categorical-depth | exponential against softmax attention with 1 to 3 (full 4) layers: stability (the source's text) |
+| `templates` | categorical-templates | the GD model of every kernel on XOR-like and near-linear templates (Fig. 3, 7) |
 | `fewshot` | categorical-fewshot | 3-way 10-shot classification of held-out classes from real features (Fig. 5) |
 
 `keys` holds the result keys the claims read (`icgd.claims.categorical`), `shared` the task, configs and
@@ -24,4 +25,5 @@ from icgd.experiments.categorical import (  # noqa: F401  (importing registers t
     heads,
     keys,
     shared,
+    templates,
 )

@@ -11,16 +11,23 @@ from icgd.experiments.categorical.keys import (
     CONTEXT_FIXED_OVER_RESCALED,
     CONTEXT_MAX_RATIO,
     CONTEXT_MSE,
+    CONTEXT_INVARIANCE,
     CONTEXT_TF_OVER_GD_MAX,
+    CONTEXT_TF_OVER_GD_MAX_SEEDS,
+    CONTEXT_UNCHANGED_OVER_RETRAINED,
 )
 from icgd.experiments.categorical.shared import (
+    GD_STEPS,
+    GD_LR,
     N_TRAIN,
     SOURCE,
     TF_STEPS,
     cat_config,
     gd_config,
     held_out,
+    gd_model,
     score,
+    task,
     tf_model,
     train_or_diverge,
 )
@@ -55,16 +62,26 @@ def context_size(ctx: ExperimentContext) -> None:
         normalized[f"{kernel}_gd"] = normalized[f"{kernel}_tf"] = get_kernel(kernel).normalized
     rows = []
     series: dict[str, list[float]] = {}
+    tf_seeds: list[list[float]] = []  # softmax TF: MSE of each seed at each N
     for n in CONTEXT_SIZES:
         ep = held_out(ctx, n_context=n, queries="centres", n=CONTEXT_TASKS)
         row: dict[str, Any] = {"n_context": n}
         for name, ls in models.items():
             variants = [("", 1.0)] if normalized[name] else [("_fixed", 1.0), ("_rescaled", N_TRAIN / n)]
             for suffix, factor in variants:
-                mse = median([score(_rescaled(m, factor), ep) for m in ls]) if ls else float("nan")
+                per_seed = [score(_rescaled(m, factor), ep) for m in ls]
+                if name == "softmax_tf":
+                    tf_seeds.append(per_seed)
+                mse = median(per_seed) if ls else float("nan")
                 key = name + suffix
                 row[key] = ctx.result(CONTEXT_MSE.format(model=key, n=n), mse)
                 series.setdefault(key, []).append(mse)
+        for kernel in ("softmax", "rbf"):  # the GD model trained at this N itself: what invariance is measured against
+            key = f"{kernel}_gd_trained_here"
+            cfg = retrained_config(ctx, kernel, n)
+            res = ctx.train(cfg.name, cfg)
+            row[key] = ctx.result(CONTEXT_MSE.format(model=key, n=n), score(seed_learners(res)[0], ep))
+            series.setdefault(key, []).append(row[key])
         rows.append(row)
     ctx.table("context_size", rows)
     for key, ys in series.items():
@@ -73,6 +90,15 @@ def context_size(ctx: ExperimentContext) -> None:
     ctx.result(CONTEXT_FIXED_OVER_RESCALED, series["rbf_gd_fixed"][-1] / series["rbf_gd_rescaled"][-1])
     tf_gd = [abs(t / g - 1) for t, g in zip(series["softmax_tf"], series["softmax_gd"])]
     ctx.result(CONTEXT_TF_OVER_GD_MAX, max(tf_gd))
+    if tf_seeds and tf_seeds[0]:
+        ctx.result(CONTEXT_TF_OVER_GD_MAX_SEEDS, [max(abs(at_n[i] / g - 1) for at_n, g in zip(tf_seeds, series["softmax_gd"]))
+                                                 for i in range(len(tf_seeds[0]))])
+    # invariance as the source means it: the model trained at N = 20, applied unchanged at N', against the same
+    # model trained at N'
+    ctx.result(CONTEXT_INVARIANCE.format(model="softmax_gd"),
+               max(abs(a / b - 1) for a, b in zip(series["softmax_gd"], series["softmax_gd_trained_here"])))
+    ctx.result(CONTEXT_UNCHANGED_OVER_RETRAINED.format(model="rbf_gd"),
+               series["rbf_gd_fixed"][-1] / series["rbf_gd_trained_here"][-1])
     fig, (ax,) = subplots(1, width=5.4, height=3.8)
     styles = {"softmax_gd": ("C0", "--"), "softmax_tf": ("C0", "-"), "rbf_gd_fixed": ("C1", "--"),
               "rbf_gd_rescaled": ("C2", "--"), "rbf_tf_fixed": ("C1", "-"), "rbf_tf_rescaled": ("C2", "-")}
@@ -92,6 +118,15 @@ def context_size(ctx: ExperimentContext) -> None:
     ctx.report("other kernels need the 1/N rescaled",
                f"RBF GD at N = {CONTEXT_SIZES[-1]}: {series['rbf_gd_fixed'][-1]:.4f} unchanged, "
                f"{series['rbf_gd_rescaled'][-1]:.4f} rescaled")
+
+
+def retrained_config(ctx: ExperimentContext, kernel: str, n: int):
+    """The GD model of `kernel` trained at context size `n` (the reference of the invariance claims; at n = 20
+    the model every experiment trains)."""
+    if n == N_TRAIN:
+        return gd_config(ctx, kernel)
+    return cat_config(ctx, f"cat-gd-{kernel}-n{n}", gd_model(kernel), GD_STEPS, seeds=ctx.seeds[:1], lr=GD_LR,
+                      task_spec=task(n).model_dump())
 
 
 def _rescaled(learner: Any, factor: float) -> Any:

@@ -6,11 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from icgd.experiments.categorical.keys import DEPTH_RUNS, DEPTH_UNSTABLE
+from icgd.experiments.categorical.keys import (
+    DEPTH_GD_MAX_CHANGE,
+    DEPTH_GD_MSE,
+    DEPTH_RUNS,
+    DEPTH_UNSTABLE,
+    DEPTH_UNSTABLE_FRACTION,
+)
 from icgd.experiments.categorical.shared import (
+    MSE_LABEL,
     SOURCE,
     TF_STEPS,
     cat_config,
+    gd_config,
     held_out,
     prior_learner,
     score,
@@ -22,33 +30,77 @@ from icgd.experiments.common import (
     size,
 )
 from icgd.experiments.registry import ExperimentContext, register
+from icgd.results.figures import label_axes, subplots
 from icgd.train.engine import TrainingDiverged
 
 DEPTHS = Size(quick=3, full=4, smoke=2)
 
+#: instability is a fraction of seeds, so the depth study runs more of them than the suite's default
+DEPTH_SEEDS = {"smoke": 2, "quick": 5, "full": 8}
+
 
 # ------------------------------------------------------------------------------------------ depth
 @register("categorical-depth", "exponential vs softmax attention, every weight trained, 1-3 layers (full 1-4): "
-          "divergence and MSE per seed (the source's text on stability)", SOURCE, quick_minutes=2, full_minutes=40)
+          "divergence and MSE per seed and depth; the softmax GD model at the same depths (the source's text on "
+          "stability and on depth)", SOURCE, quick_minutes=4, full_minutes=60, n_seeds=DEPTH_SEEDS)
 def depth(ctx: ExperimentContext) -> None:
     ep = held_out(ctx)
     prior = score(prior_learner(ep.dy), ep)
+    depths = range(1, size(ctx, DEPTHS) + 1)
     rows = []
     for kernel in ("softmax", "exponential"):
         unstable = runs = 0
-        for layers in range(1, size(ctx, DEPTHS) + 1):
+        for layers in depths:
+            bad_here = n_here = 0
             for seed, res, diverged_at in seeds_until_diverged(ctx, kernel, layers):
                 mse = float("nan") if res is None else score(res, ep)
                 bad = res is None or not mse < prior
                 unstable += bad
+                bad_here += bad
                 runs += 1
+                n_here += 1
                 rows.append({"kernel": kernel, "layers": layers, "seed": seed, "diverged_at_step": diverged_at,
                              "mse": mse, "prior_mse": prior, "unstable": bad})
+            ctx.result(DEPTH_UNSTABLE_FRACTION.format(kernel=kernel, layers=layers), bad_here / n_here)
         ctx.result(DEPTH_UNSTABLE.format(kernel=kernel), unstable)
         ctx.result(DEPTH_RUNS.format(kernel=kernel), runs)
         ctx.report(f"{kernel}: training stability with depth",
-                   f"{unstable} of {runs} runs diverged or ended above the prior's MSE ({prior:.4f})")
+                   f"{unstable} of {runs} runs diverged or ended above the prior's MSE ({prior:.4f}); per depth "
+                   + ", ".join(f"{L}: {ctx.results[DEPTH_UNSTABLE_FRACTION.format(kernel=kernel, layers=L)]:.2f}"
+                               for L in depths))
+    gd_mse = {}
+    for layers in depths:
+        res = ctx.train(gd_config(ctx, "softmax", n_layers=layers).name, gd_config(ctx, "softmax", n_layers=layers))
+        gd_mse[layers] = ctx.result(DEPTH_GD_MSE.format(layers=layers), score(seed_learners(res)[0], ep))
+        rows.append({"kernel": "softmax (GD model)", "layers": layers, "seed": ctx.seeds[0], "diverged_at_step": None,
+                     "mse": gd_mse[layers], "prior_mse": prior, "unstable": False})
+    ctx.result(DEPTH_GD_MAX_CHANGE, max(abs(v / gd_mse[1] - 1) for v in gd_mse.values()))
+    ctx.report("the multi-layer GD model changes little with depth (softmax)",
+               ", ".join(f"{L} layer(s) {v:.4f}" for L, v in gd_mse.items()))
     ctx.table("depth", rows)
+    depth_figure(ctx, rows, list(depths), prior)
+
+
+def depth_figure(ctx: ExperimentContext, rows: list[dict[str, Any]], depths: list[int], prior: float) -> None:
+    """MSE per seed against depth (a diverged seed drawn at the top, as x), and the softmax GD model."""
+    fig, (ax,) = subplots(1, width=5.4, height=3.8)
+    top = max([r["mse"] for r in rows if r["mse"] == r["mse"]] + [prior]) * 1.5
+    for i, kernel in enumerate(("softmax", "exponential", "softmax (GD model)")):
+        pts = [r for r in rows if r["kernel"] == kernel]
+        shift = (i - 1) * 0.08
+        ok = [r for r in pts if not r["unstable"]]
+        bad = [r for r in pts if r["unstable"]]
+        ax.scatter([r["layers"] + shift for r in ok], [r["mse"] for r in ok], color=f"C{i}", s=18, label=kernel)
+        if bad:
+            ax.scatter([r["layers"] + shift for r in bad], [min(r["mse"], top) if r["mse"] == r["mse"] else top
+                                                            for r in bad], color=f"C{i}", marker="x", s=30,
+                       label=f"{kernel}: diverged or above the prior")
+    ax.axhline(prior, color="grey", ls=":", label="prior 1/C")
+    ax.set_xticks(depths)
+    ax.set_yscale("log")
+    label_axes([ax], ["Trained TF per seed and depth; softmax GD model"], [MSE_LABEL])
+    ax.set_xlabel("attention layers")
+    ctx.figure("depth", fig)
 
 
 def seeds_until_diverged(ctx: ExperimentContext, kernel: str, layers: int) -> list[tuple[int, Any, int | None]]:

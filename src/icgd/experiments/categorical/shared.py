@@ -69,13 +69,26 @@ def cat_config(ctx: ExperimentContext, name: str, model: dict[str, Any], steps: 
                  "n_tune": 2, "alignment_tasks": 0}})
 
 
-def gd_config(ctx: ExperimentContext, kernel: str) -> TrainConfig:
-    """The GD model of `kernel` (one seed: it has no random initialisation, every seed would be the same)."""
-    return cat_config(ctx, f"cat-gd-{kernel}", gd_model(kernel), GD_STEPS, seeds=ctx.seeds[:1], lr=GD_LR)
+def gd_config(ctx: ExperimentContext, kernel: str, constant_head: bool = False, n_layers: int = 1,
+              task_spec: dict[str, Any] | None = None, suffix: str = "") -> TrainConfig:
+    """The GD model of `kernel` (one seed: it has no random initialisation, every seed would be the same);
+    `constant_head`: with the constant head, its own rates (eq. 1's bias: the 2-head construction)."""
+    name = f"cat-gd-{kernel}" + ("-h2" if constant_head else "") + (f"-l{n_layers}" if n_layers > 1 else "") + suffix
+    return cat_config(ctx, name, gd_model(kernel, n_layers, constant_head), GD_STEPS, seeds=ctx.seeds[:1], lr=GD_LR,
+                      task_spec=task_spec)
 
 
-def gd_model(kernel: str, n_layers: int = 1) -> dict[str, Any]:
-    return {"kind": "kernel_gd", "kernel": kernel, "n_layers": n_layers}
+def gd_model(kernel: str, n_layers: int = 1, constant_head: bool = False) -> dict[str, Any]:
+    return {"kind": "kernel_gd", "kernel": kernel, "n_layers": n_layers} | (
+        {"constant_head": "free"} if constant_head else {})
+
+
+def untrained_learners(config: TrainConfig) -> list[Any]:
+    """Every seed's model at its initial weights (float64, CPU): what the agreement bars must fail."""
+    from icgd.train.models import init_params, seed_learner
+
+    params = init_params(config)
+    return [seed_learner(config, params, i).to("cpu", torch.float64) for i in range(len(config.seeds))]
 
 
 def tf_model(kernel: str, heads: int = 1, n_layers: int = 1) -> dict[str, Any]:
@@ -83,9 +96,10 @@ def tf_model(kernel: str, heads: int = 1, n_layers: int = 1) -> dict[str, Any]:
 
 
 def held_out(ctx: ExperimentContext, n_context: int = N_TRAIN, queries: str = "random",
-             n: Size = EVAL_TASKS) -> Episodes:
+             n: Size = EVAL_TASKS, **task_kw: Any) -> Episodes:
     """Held-out tasks with the true probabilities as targets (float64), the same for every model."""
-    t = task(n_context, queries=queries, query_targets="probabilities").model_copy(update={"n_queries": EVAL_QUERIES})
+    t = task(n_context, queries=queries, query_targets="probabilities", **task_kw).model_copy(
+        update={"n_queries": EVAL_QUERIES})
     return t.sample(size(ctx, n), make_generator(EVAL_SEED + n_context), dtype=torch.float64)
 
 
