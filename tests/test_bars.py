@@ -333,3 +333,35 @@ def test_sine_initial_functions_fail_two_untrained_models_and_pass_the_authors(t
     shift = 0.47  # the authors' pair: 2 sin(shift / 2) of their RMS for a shift of 0.48 rad
     assert claim.holds(shift) and 2 * math.sin(0.48 / 2) == pytest.approx(shift, abs=0.01)
     assert shift * 0.198 / 0.227 > 0.2  # ... which the bar before failed
+
+
+def test_categorical_agreement_bar_fails_other_kernels_and_the_prior():
+    """Issue 35: the per-kernel agreement bar (sensitivity cosine of the Trained TF to its GD model > 0.9)
+    passes the attention layer that computes kernel GD exactly, and fails learners that do the same task
+    another way: the GD model of another kernel (0.37-0.55 measured), softmax GD at a wrong bandwidth (0.60)
+    and the prior (0)."""
+    from icgd.core.metrics import alignment
+    from icgd.experiments.categorical import keys as CX
+    from icgd.learners.constructions import kernel_gd_construction
+    from icgd.learners.kernel_gd import KernelGD
+    from icgd.learners.tokens import ConcatTokens
+    from icgd.learners.transformer import TransformerLearner
+    from icgd.tasks import CategoricalQuadrants
+
+    task = CategoricalQuadrants(n_context=20, n_queries=16)
+    ep = task.sample(256, make_generator(0), dtype=torch.float64)
+
+    def gd(kernel, params=None, eta=1.0):
+        return KernelGD(kernel, eta, 1, 2, kernel_params=params, prior=task.prior, n_scale=20)
+
+    ref = gd("softmax", [0.127], 0.67)  # the learnt softmax GD model of the quick run
+    exact = TransformerLearner(kernel_gd_construction(2, 2, 20, "softmax", [[0.67, 0.67]], kernel_params=[0.127])
+                               .build(), ConcatTokens(prior=task.prior))
+    learners = {"exact": exact, "linear": gd("linear"), "rbf": gd("rbf", [0.35], 5.0),
+                "softmax-s1": gd("softmax", [1.0]), "prior": gd("linear", None, 0.0)}
+    claim = _claim("categorical", "agree-softmax")
+    holds = {}
+    for name, lr in learners.items():
+        cos = alignment(lr, ref, ep)["sensitivity_cosine"].mean
+        holds[name] = claim.holds(claim.measure({"categorical-gd-vs-tf": {CX.SENS_COS.format(kernel="softmax"): cos}}))
+    assert holds == {"exact": True, "linear": False, "rbf": False, "softmax-s1": False, "prior": False}

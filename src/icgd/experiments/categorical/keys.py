@@ -22,6 +22,7 @@ CONTEXT_TF_OVER_GD_MAX = "softmax.max_abs_tf_over_gd_minus_1"
 CONTEXT_TF_OVER_GD_MAX_SEEDS = "softmax.max_abs_tf_over_gd_minus_1_seeds"
 CONTEXT_INVARIANCE = "{model}.max_abs_unchanged_over_retrained_minus_1"  # trained at N = 20 vs trained at N'
 CONTEXT_UNCHANGED_OVER_RETRAINED = "{model}.unchanged_over_retrained_at_largest_n"
+CONTEXT_RETRAINED_LARGEST_N = "retrained.largest_n"  # the largest N the GD models are retrained at (quick 40)
 DEPTH_UNSTABLE = "{kernel}.unstable_runs"
 DEPTH_UNSTABLE_FRACTION = "{kernel}.l{layers}.unstable_fraction"
 DEPTH_GD_MSE = "softmax_gd.l{layers}.mse"
