@@ -81,6 +81,7 @@ def gd_vs_tf(ctx: ExperimentContext) -> None:
     prior = ctx.result(PRIOR_MSE, score(prior_learner(ep.dy), ep))
     rows, fitted = [], {}
     fig, (ax,) = subplots(1, width=6.0, height=4.0)
+    linear_gd = seed_learners(ctx.train("cat-gd-linear", gd_config(ctx, "linear")))[0]
     for i, kernel in enumerate(ALL_KERNELS):
         for heads in range(1, size(ctx, AGREE_HEADS) + 1):
             if heads > 1 and not get_kernel(kernel).constant_head:
@@ -118,7 +119,9 @@ def gd_vs_tf(ctx: ExperimentContext) -> None:
             diffs = ctx.result(keys[PRED_DIFF_SEEDS], [a["prediction_difference"].mean for a in al])
             coss = ctx.result(keys[SENS_COS_SEEDS], [a["sensitivity_cosine"].mean for a in al])
             diff, cos = ctx.result(keys[PRED_DIFF], median(diffs)), ctx.result(keys[SENS_COS], median(coss))
-            rows.append(row | {"tf_mse_median": median(tf_mse), "tf_mse_seeds": tf_mse,
+            # which function a TF that does not agree computes instead: its cosine to the linear kernel's GD model
+            to_linear = median([alignment(tf, linear_gd, ep[:n_align])["sensitivity_cosine"].mean for tf in tfs])
+            rows.append(row | {"tf_cosine_to_linear_gd": to_linear, "tf_mse_median": median(tf_mse), "tf_mse_seeds": tf_mse,
                                "tf_over_gd": median(tf_mse) / gd_mse, "prediction_difference": diff,
                                "prediction_difference_seeds": diffs, "sensitivity_cosine": cos,
                                "sensitivity_cosine_seeds": coss})
