@@ -68,3 +68,18 @@ def test_markdown_and_json_are_unchanged_on_a_terminal(tmp_path, monkeypatch, ca
     assert main(["verify", "test-console", "--quick", "--out", str(tmp_path), flag]) == 0
     out = sys.stdout.getvalue()
     assert "\x1b[" not in out
+
+
+def test_a_claims_named_values_are_printed_beside_its_measure():
+    """Claim(values=...) (issue 35): the JSON's "values" print in brackets after the measured value, in the
+    plain, Markdown and rich tables alike (they all call `measured`)."""
+    from icgd.claims.base import Claim
+    from icgd.results.console import format_markdown, measured
+
+    c = Claim("x-vs-untrained", "trained beats untrained", "Fig. 5", "exp", lambda r: r["exp"]["d"], ">", 0.1, "why",
+              values=lambda r: {"trained": r["exp"]["t"], "untrained": r["exp"]["u"]})
+    out = c.check({"exp": {"d": 0.35, "t": 0.94, "u": 0.59}})
+    assert out["values"] == {"trained": 0.94, "untrained": 0.59}
+    assert measured(out) == "0.35 (trained 0.94, untrained 0.59)"
+    assert "0.35 (trained 0.94, untrained 0.59)" in format_markdown({"claims": [out]})
+    assert "values" not in c.check({"exp": {"d": 0.35}})  # a value it cannot read is left out, the measure kept
