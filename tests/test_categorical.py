@@ -205,3 +205,23 @@ def test_halfplane_templates_are_near_linear():
     for row in t.tolist():
         pairs = [(a, b) for a in range(4) for b in range(a + 1, 4) if row[a] == row[b]]
         assert pairs in ([(0, 1)], [(2, 3)], [(0, 2)], [(1, 3)])  # adjacent, never the diagonals (0, 3), (1, 2)
+
+
+def test_gd_model_random_initial_rates_follow_the_seed():
+    """model.eta_init_std (issue 35, the authors' later init): rates eta_init + std * N(0, 1) per layer and
+    entry, drawn from the seed's generator: the same seed gives the same rates, another seed others."""
+    from icgd.train.config import build_config
+    from icgd.train.models import init_params
+
+    def rates(seeds):
+        cfg = build_config({"task": {"kind": "categorical", "n_context": 8}, "seeds": seeds,
+                            "model": {"kind": "kernel_gd", "kernel": "softmax", "n_layers": 2, "eta_init": 0.0,
+                                      "eta_init_std": 0.002}, "eval": {"reference": "zero"}})
+        return init_params(cfg)["etas"]
+
+    etas = rates([0, 1])
+    assert etas.shape == (2, 2, 2) and 0 < etas.abs().max() < 0.02
+    assert torch.equal(etas[0], rates([0])[0]) and not torch.equal(etas[0], etas[1])
+    plain = build_config({"task": {"kind": "categorical", "n_context": 8}, "seeds": [0],
+                          "model": {"kind": "kernel_gd", "kernel": "softmax"}, "eval": {"reference": "zero"}})
+    assert torch.equal(init_params(plain)["etas"], torch.ones(1, 1, 2, dtype=init_params(plain)["etas"].dtype))
