@@ -45,17 +45,23 @@ QUADRANT_CENTRES = ((-0.5, -0.5), (-0.5, 0.5), (0.5, -0.5), (0.5, 0.5))
 _DIAGONALS = ((0, 3), (1, 2))
 
 
-def xor_templates(n_categories: int) -> Tensor:
-    """Every XOR-like template: (K, 4) dominant category per quadrant (int64), K = C (C-1) (C-2) * 2."""
+def _paired_templates(n_categories: int, pairs: tuple[tuple[int, int], ...]) -> Tensor:
+    """(K, 4) dominant category per quadrant (int64): for every ordered triple of categories and every pair of
+    quadrants in `pairs`, the first category on the pair and the other two on the remaining quadrants."""
     rows = []
-    for diag_cat, a, b in itertools.permutations(range(n_categories), 3):
-        for diag in _DIAGONALS:
-            rest = [q for q in range(4) if q not in diag]
+    for pair_cat, a, b in itertools.permutations(range(n_categories), 3):
+        for pair in pairs:
+            rest = [q for q in range(4) if q not in pair]
             row = [0] * 4
-            row[diag[0]] = row[diag[1]] = diag_cat
+            row[pair[0]] = row[pair[1]] = pair_cat
             row[rest[0]], row[rest[1]] = a, b
             rows.append(row)
     return torch.tensor(rows, dtype=torch.int64)
+
+
+def xor_templates(n_categories: int) -> Tensor:
+    """Every XOR-like template: (K, 4) dominant category per quadrant (int64), K = C (C-1) (C-2) * 2."""
+    return _paired_templates(n_categories, _DIAGONALS)
 
 
 #: the four half-planes as pairs of adjacent quadrants: x_1 < 0, x_1 >= 0, x_2 < 0, x_2 >= 0
@@ -66,15 +72,7 @@ def halfplane_templates(n_categories: int) -> Tensor:
     """Every near-linear template: (K, 4) dominant category per quadrant, one category dominating a half-plane
     (two adjacent quadrants) and two others one remaining quadrant each; K = C (C-1) (C-2) * 4. Each
     category's region is a half-plane or a quadrant, so a linear score separates it almost as well as any."""
-    rows = []
-    for half_cat, a, b in itertools.permutations(range(n_categories), 3):
-        for half in _HALF_PLANES:
-            rest = [q for q in range(4) if q not in half]
-            row = [0] * 4
-            row[half[0]] = row[half[1]] = half_cat
-            row[rest[0]], row[rest[1]] = a, b
-            rows.append(row)
-    return torch.tensor(rows, dtype=torch.int64)
+    return _paired_templates(n_categories, _HALF_PLANES)
 
 
 def quadrant_of(x: Tensor) -> Tensor:
