@@ -70,7 +70,8 @@ def depth(ctx: ExperimentContext) -> None:
                                for L in depths))
     gd_mse = {}
     for layers in depths:
-        res = ctx.train(gd_config(ctx, "softmax", n_layers=layers).name, gd_config(ctx, "softmax", n_layers=layers))
+        cfg = gd_config(ctx, "softmax", n_layers=layers)
+        res = ctx.train(cfg.name, cfg)
         gd_mse[layers] = ctx.result(DEPTH_GD_MSE.format(layers=layers), score(seed_learners(res)[0], ep))
         rows.append({"kernel": "softmax (GD model)", "layers": layers, "seed": ctx.seeds[0], "diverged_at_step": None,
                      "mse": gd_mse[layers], "prior_mse": prior, "unstable": False})

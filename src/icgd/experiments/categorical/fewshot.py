@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icgd.core.episodes import make_generator
+from icgd.core.episodes import Episodes, make_generator
 from icgd.core.metrics import evaluate
 from icgd.experiments.categorical.keys import (
     FEWSHOT_ACCURACY,
@@ -66,16 +66,23 @@ def fewshot_model(kernel: str) -> dict[str, Any]:
     return {"kind": "kernel_gd", "kernel": kernel, "eta_init": ETA_INIT, "eta_init_std": ETA_INIT_STD}
 
 
-def accuracy(learner: Any, task: FewShotFeatures, n: int, seed: int) -> float:
-    """Accuracy of the most probable label on `n` episodes of `task` (its split, scored as error rate)."""
+def scored_episodes(task: FewShotFeatures, n: int, seed: int) -> tuple[Episodes, FewShotFeatures]:
+    """`n` episodes of `task`'s split (float64) and the task that scores them by error rate."""
     scored = task.model_copy(update={"score": "error_rate"})
-    ep = scored.sample(n, make_generator(seed), dtype=torch.float64)
+    return scored.sample(n, make_generator(seed), dtype=torch.float64), scored
+
+
+def accuracy(learner: Any, episodes: tuple[Episodes, FewShotFeatures]) -> float:
+    """Accuracy of the most probable label on scored episodes (`scored_episodes`)."""
+    ep, scored = episodes
     return 1.0 - evaluate(learner, ep, loss=scored.loss).mean
 
 
-def grid_tuned(kernel: str, task: FewShotFeatures, n: int) -> tuple[float, float | None]:
-    """(held-out accuracy, chosen parameter) of kernel GD with equal rates 1 and the kernel parameter that
-    scores best on the training classes' episodes (linear has none: its rates alone)."""
+def grid_tuned(kernel: str, task: FewShotFeatures, n: int,
+               held: tuple[Episodes, FewShotFeatures]) -> tuple[float, float | None]:
+    """(accuracy on the held-out episodes `held`, chosen parameter) of kernel GD with equal rates 1 and the
+    kernel parameter that scores best on `n` of the training classes' episodes (linear has none: its rates
+    alone)."""
     k = get_kernel(kernel)
     grid = [None] if k.n_params == 0 else [k.param_init[0] * g for g in TUNE_GRID]
 
@@ -83,8 +90,9 @@ def grid_tuned(kernel: str, task: FewShotFeatures, n: int) -> tuple[float, float
         params = None if p is None else (p, *k.param_init[1:])
         return KernelGD(kernel, 1.0, 1, task.dy, kernel_params=params, prior=task.prior, n_scale=task.n_context)
 
-    best = max(grid, key=lambda p: accuracy(model(p), task, n, TUNE_SEED))
-    return accuracy(model(best), task.evaluation_task(), n, TEST_SEED), best
+    tune = scored_episodes(task, n, TUNE_SEED)
+    best = max(grid, key=lambda p: accuracy(model(p), tune))
+    return accuracy(model(best), held), best
 
 
 @register("categorical-fewshot", "few-shot classification of held-out classes from real features: GD model "
@@ -105,12 +113,13 @@ def fewshot(ctx: ExperimentContext) -> None:
                              eval_tasks=FEWSHOT_EVAL_TASKS)
             res = ctx.train(label, cfg)
             task = FewShotFeatures(**spec)
-            held = task.evaluation_task()
+            held = scored_episodes(task.evaluation_task(), n_eval, TEST_SEED)
             steps, err = curves(res, "eval_loss")
             acc = 1 - err[0]
-            final = accuracy(res.learner(0).to("cpu", torch.float64), held, n_eval, TEST_SEED)
-            before = accuracy(untrained_learners(cfg)[0], held, n_eval, TEST_SEED)
-            grid_acc, grid_param = grid_tuned(kernel, task, n_eval)
+            trained = res.learner(0).to("cpu", torch.float64)
+            final = accuracy(trained, held)
+            before = accuracy(untrained_learners(cfg)[0], held)
+            grid_acc, grid_param = grid_tuned(kernel, task, n_eval, held)
             reach = next((s for s, a in zip(steps, acc) if a >= 0.95 * acc[-1]), steps[-1])
             accs.append(final)
             untrained.append(before)
@@ -119,8 +128,8 @@ def fewshot(ctx: ExperimentContext) -> None:
             curves_k.append(acc)
             rows.append({"kernel": kernel, "split_seed": split, "final_accuracy": final, "untrained_accuracy": before,
                          "grid_tuned_accuracy": grid_acc, "grid_tuned_param": grid_param, "steps_to_95pct": reach,
-                         "eta": res.learner(0).etas.detach().reshape(-1).tolist(),
-                         "kernel_params": res.learner(0).kernel_params.detach().reshape(-1).tolist()})
+                         "eta": trained.etas.detach().reshape(-1).tolist(),
+                         "kernel_params": trained.kernel_params.detach().reshape(-1).tolist()})
         ctx.result(FEWSHOT_ACCURACY.format(kernel=kernel), median(accs))
         ctx.result(FEWSHOT_ACCURACY_SEEDS.format(kernel=kernel), accs)
         ctx.result(FEWSHOT_UNTRAINED.format(kernel=kernel), median(untrained))
