@@ -356,6 +356,18 @@ def test_premise_interval_resamples_seeds_and_queries():
         premise_interval(zsl, np.ones((3, q - 1), bool), 10)
 
 
+def test_one_interval_rule_for_the_premise():
+    """`premise_interval` and dai-icl-vs-ft's per-data-set interval share one percentile rule and one "holds"
+    rule: the central 95% of the replicates, holding where its lower end is above zero."""
+    from icgd.lm.premise import percentile_interval, premise_holds
+
+    low, high = percentile_interval(np.arange(1001) / 1000)  # 0.000 .. 1.000
+    assert (low, high) == pytest.approx((0.025, 0.975))
+    assert percentile_interval(np.arange(101), level=50) == pytest.approx((25, 75))
+    assert all(np.isnan(percentile_interval([])))
+    assert premise_holds(0.001) and not premise_holds(0.0) and not premise_holds(float("nan"))
+
+
 def test_kendall_leaves_out_tokens_outside_a_sliding_window():
     """A layer that cannot attend some demonstration tokens (-inf scores) ranks only the others; a layer that
     sees fewer than two gives nan."""

@@ -22,6 +22,22 @@ from icgd.lm.compare import DaiConfig, StageCache, demonstrations
 from icgd.lm.icl import build_prefix, label_ids, query_ids, score, start_ids
 
 
+def percentile_interval(values, level: float = 95.0) -> tuple[float, float]:
+    """The central `level`% of bootstrap replicates (the percentile interval); (nan, nan) when there are none.
+    The one rule for the premise's interval: `premise_interval` here and `dai-icl-vs-ft` (over `compare`'s
+    replicates) both use it."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        return float("nan"), float("nan")
+    low, high = np.percentile(v, [(100 - level) / 2, (100 + level) / 2])
+    return float(low), float(high)
+
+
+def premise_holds(low: float) -> bool:
+    """The premise holds where its interval's lower end is above zero (NaN: it does not)."""
+    return bool(low > 0)
+
+
 def premise_interval(zsl_correct: np.ndarray, icl_correct: np.ndarray, n: int, seed: int = 0,
                      level: float = 95.0) -> tuple[float, float]:
     """Percentile-bootstrap interval of mean(ICL over seeds) - ZSL accuracy. zsl_correct: (Q,) booleans;
@@ -39,8 +55,7 @@ def premise_interval(zsl_correct: np.ndarray, icl_correct: np.ndarray, n: int, s
     for b in range(n):
         sd, ti = rng.integers(n_s, size=n_s), rng.integers(n_q, size=n_q)
         diffs[b] = icl[sd][:, ti].mean() - zsl[ti].mean()
-    low, high = np.percentile(diffs, [(100 - level) / 2, (100 + level) / 2])
-    return float(low), float(high)
+    return percentile_interval(diffs, level)
 
 
 def premise(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path | None = None,
@@ -71,5 +86,5 @@ def premise(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
                "zsl_accuracy": float(zsl_ok.mean()), "icl_accuracy_mean": float(per_seed.mean()),
                "icl_accuracy_std": float(per_seed.std(ddof=1)) if len(per_seed) > 1 else 0.0,
                "icl_accuracy_min": float(per_seed.min()), "icl_accuracy_max": float(per_seed.max()),
-               "premise": diff, "premise_low": low, "premise_high": high, "holds": bool(low > 0)}
+               "premise": diff, "premise_low": low, "premise_high": high, "holds": premise_holds(low)}
     return {"queries": rows, "summary": summary}

@@ -95,15 +95,17 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
 
 def _premise(ctx: ExperimentContext, summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each data set's premise (ICL accuracy averaged over demonstration seeds minus ZSL, with its bootstrap
-    interval) and the data sets where it holds: the interval's lower end above zero."""
+    interval) and the data sets where it holds: the interval's lower end above zero (`icgd.lm.premise`'s rule)."""
+    from icgd.lm.premise import percentile_interval, premise_holds
+
     kept = []
     for s in summaries:
         diff = np.asarray(s["bootstrap"]["icl_accuracy_mean"]) - np.asarray(s["bootstrap"]["zsl_accuracy"])
-        low, high = (np.percentile(diff, [2.5, 97.5]).tolist() if len(diff) else [float("nan")] * 2)
+        low, high = percentile_interval(diff)
         s[PREMISE], s[PREMISE_INTERVAL] = s["icl_accuracy_mean"] - s["zsl_accuracy"], [low, high]
         ctx.result(DATASET.format(dataset=s["dataset"], key=PREMISE), s[PREMISE])
         ctx.result(DATASET.format(dataset=s["dataset"], key=PREMISE_INTERVAL), [low, high])
-        if low > 0:
+        if premise_holds(low):
             kept.append(s)
         else:
             ctx.note(f"{s['dataset']}: left out of the comparison claims: ICL averaged over the demonstration "
@@ -143,12 +145,14 @@ def _report(ctx: ExperimentContext, model: str, summaries: list[dict[str, Any]])
     def pm(s: dict[str, Any], k: str, f: str = ".3f") -> str:
         return f"{s[k]:{f}} (seeds: {s[k + '_mean']:{f}} +- {s[k + '_std']:{f}})"
 
+    from icgd.lm.premise import premise_holds
+
     for s in summaries:
         d = s["dataset"]
         lo, hi = s[PREMISE_INTERVAL]
         ctx.report(f"{d}: the premise, ICL beats ZSL (with demonstrations of any seed)",
                    f"ICL averaged over seeds minus ZSL {s[PREMISE]:+.3f}, 95% interval [{lo:+.3f}, {hi:+.3f}]: "
-                   + ("holds, the data set is compared" if lo > 0 else "**does not hold: left out of the comparison**"))
+                   + ("holds, the data set is compared" if premise_holds(lo) else "**does not hold: left out of the comparison**"))
         ctx.report(f"{d}: ICL and FT improve on ZSL (Table 2's accuracies)",
                    f"{model}, {s['n_demos']} demonstrations, {s['n_test']} test queries, chosen seed "
                    f"{s['chosen_seed']}, lr {s['chosen_lr']:g}: ZSL {s['zsl_accuracy']:.3f}, ICL "
