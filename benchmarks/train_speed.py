@@ -1,10 +1,15 @@
-"""Training speed: seed-steps/s of the engine against a naive eager loop and the FLOP limit.
+"""Training speed: seed-steps/s of the engine against a naive eager loop, the authors' math in JAX and the
+FLOP limit.
 
-    python benchmarks/train_speed.py [--seeds 8] [--steps 30] [--threads 2] [--device cpu] [--json]
+    python benchmarks/train_speed.py [--seeds 1,8] [--steps 30] [--threads 2] [--device cpu|cuda] [--json]
 
 For the 1-layer LSA, the 5-layer LSA and the 2-layer softmax model (Dx = N = 10, batch 2048, Adam),
-measured in one run on this machine:
-- seed_steps_per_s: the engine (icgd.train.engine.Stepper), all seeds in one batched step;
+measured in one run on this machine, for each seed count:
+- seed_steps_per_s: the engine (icgd.train.engine.Stepper), all seeds in one batched step, on the step it
+  picks (on a CUDA device the CUDA graph step, `icgd.train.graphed`; `step` names it);
+- eager_seed_steps_per_s (CUDA only): the engine with the graph step turned off, to see what the graph gives;
+- jax_seed_steps_per_s, ratio_to_jax: the same math in JAX, jitted whole with vmap over seeds and the data
+  drawn on the device (benchmarks/jax_reference.py), and icgd's rate over it; only where JAX is importable;
 - naive_seed_steps_per_s: plain eager PyTorch of the same math: one model per seed, tokens through the
   Stack, torch.optim.Adam, a fresh batch per seed per step;
 - flops_per_step: FLOPs of one seed's naive forward + backward (torch.utils.flop_counter);
@@ -49,23 +54,39 @@ def matmul_gflops(device: torch.device, n: int = 2048, reps: int = 10) -> float:
     return 2 * n ** 3 * reps / (time.perf_counter() - t) / 1e9
 
 
-def engine_rate(config: TrainConfig, device: torch.device, steps: int, warmup: int = 3) -> tuple[float, str]:
-    st = Stepper(config, device)
+def engine_rate(config: TrainConfig, device: torch.device, steps: int, warmup: int = 5,
+                graph: bool | None = None) -> tuple[float, str, str]:
+    """(seed-steps per second, backend, step path); the warm-up covers the graph step's capture."""
+    config = config.model_copy(update={"steps": warmup + steps})
+    st = Stepper(config, device, graph=graph)
     for i in range(warmup):
         st.step(i)
     _sync(device)
     t = time.perf_counter()
-    for i in range(steps):
+    for i in range(warmup, warmup + steps):
         st.step(i)
     _sync(device)
-    return steps * len(config.seeds) / (time.perf_counter() - t), st.path
+    return steps * len(config.seeds) / (time.perf_counter() - t), st.path, st.step_path.split(" (")[0]
+
+
+def jax_rate(config: TrainConfig, steps: int) -> float | None:
+    """The JAX reference's seed-steps per second from the engine's initial weights; None without JAX."""
+    try:
+        import jax_reference
+    except ImportError:
+        return None
+    from icgd.train.models import init_params
+
+    m, t = config.model, config.task
+    return jax_reference.rate(init_params(config, "cpu"), m.n_layers, m.attention.kernel == "softmax", m.clip,
+                              config.batch_size, t.n_context, t.dx, config.optim.lr, config.optim.grad_clip, steps)
 
 
 def naive_rate(config: TrainConfig, device: torch.device, steps: int, warmup: int = 2) -> float:
     models, opts, gens = [], [], []
     for s in config.seeds:
-        m = TransformerLearner(Stack(config.stack_config(), device=device, generator=make_generator(s)),
-                               ConcatTokens())
+        # built on the CPU, where its generator lives, then moved (a CPU generator cannot fill CUDA weights)
+        m = TransformerLearner(Stack(config.stack_config(), generator=make_generator(s)), ConcatTokens()).to(device)
         models.append(m)
         opts.append(torch.optim.Adam(m.parameters(), lr=config.optim.lr))
         gens.append(make_generator(s))
@@ -99,40 +120,67 @@ def flops_per_step(config: TrainConfig) -> int:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seeds", type=int, default=8, help="seeds per batched step (default 8)")
+    p.add_argument("--seeds", default="8", help="seed counts per batched step, comma-separated (default 8)")
     p.add_argument("--steps", type=int, default=30, help="timed steps per measurement (default 30)")
     p.add_argument("--naive-steps", type=int, default=5, help="timed steps of the naive loop (default 5)")
     p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
+    p.add_argument("--no-jax", action="store_true", help="skip the JAX reference even where JAX is importable")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     keep_freed_memory()
     device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda: CUDA is not available")
+    if not args.no_jax:
+        _jax_on(device)
     gflops = matmul_gflops(device)
     out = []
     for name in args.models.split(","):
-        cfg = load_config(MODELS[name], [f"seeds={list(range(args.seeds))}", "task.dx=10", "task.n_context=10",
-                                         "batch_size=2048"])
-        rate, path = engine_rate(cfg, device, args.steps)
-        naive = naive_rate(cfg.model_copy(update={"seeds": [0]}), device, args.naive_steps)
-        flops = flops_per_step(cfg)
-        out.append({"name": name, "seed_steps_per_s": round(rate, 1), "naive_seed_steps_per_s": round(naive, 1),
-                    "flops_per_step": flops, "matmul_gflops": round(gflops, 1),
-                    "flop_limit_steps_per_s": round(gflops * 1e9 / flops, 1), "seeds": args.seeds,
-                    "backend": path})
-    report = {"device": str(device), "threads": args.threads, "batch_size": 2048, "models": out}
+        for n_seeds in (int(x) for x in args.seeds.split(",")):
+            cfg = load_config(MODELS[name], [f"seeds={list(range(n_seeds))}", "task.dx=10", "task.n_context=10",
+                                             "batch_size=2048"])
+            rate, path, step = engine_rate(cfg, device, args.steps)
+            eager = engine_rate(cfg, device, args.steps, graph=False)[0] if step == "CUDA graph" else None
+            jax = None if args.no_jax else jax_rate(cfg, args.steps)
+            naive = naive_rate(cfg.model_copy(update={"seeds": [0]}), device, args.naive_steps)
+            flops = flops_per_step(cfg)
+            out.append({"name": name, "seeds": n_seeds, "seed_steps_per_s": round(rate, 1),
+                        "eager_seed_steps_per_s": None if eager is None else round(eager, 1),
+                        "jax_seed_steps_per_s": None if jax is None else round(jax, 1),
+                        "ratio_to_jax": None if jax is None else round(rate / jax, 3),
+                        "naive_seed_steps_per_s": round(naive, 1), "flops_per_step": flops,
+                        "matmul_gflops": round(gflops, 1), "flop_limit_steps_per_s": round(gflops * 1e9 / flops, 1),
+                        "backend": path, "step": step})
+    report = {"device": str(device), "device_name": torch.cuda.get_device_name(device) if device.type == "cuda"
+              else None, "threads": args.threads, "batch_size": 2048, "models": out}
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    print(f"device {device}, {args.threads} threads, batch 2048, Dx = N = 10, large-matmul rate {gflops:.1f} GFLOP/s")
-    print(f"{'model':<10} {'engine':>14} {'naive eager':>14} {'FLOP limit':>12} {'MFLOP/step':>11}  backend")
+    print(f"device {report['device_name'] or device}, {args.threads} threads, batch 2048, Dx = N = 10, "
+          f"large-matmul rate {gflops:.1f} GFLOP/s")
+    print(f"{'model':<10} {'seeds':>5} {'engine':>10} {'eager':>10} {'JAX':>10} {'/JAX':>6} {'naive':>9} "
+          f"{'FLOP limit':>11}  backend, step")
+
+    def num(v, f=".1f"):
+        return "-" if v is None else f"{v:{f}}"
+
     for r in out:
-        print(f"{r['name']:<10} {r['seed_steps_per_s']:>14.1f} {r['naive_seed_steps_per_s']:>14.1f} "
-              f"{r['flop_limit_steps_per_s']:>12.1f} {r['flops_per_step'] / 1e6:>11.1f}  {r['backend']} "
-              f"({r['seeds']} seeds)")
-    print("(seed-steps per second)")
+        print(f"{r['name']:<10} {r['seeds']:>5} {r['seed_steps_per_s']:>10.1f} {num(r['eager_seed_steps_per_s']):>10} "
+              f"{num(r['jax_seed_steps_per_s']):>10} {num(r['ratio_to_jax'], '.2f'):>6} "
+              f"{r['naive_seed_steps_per_s']:>9.1f} {r['flop_limit_steps_per_s']:>11.1f}  {r['backend']}, {r['step']}")
+    print("(seed-steps per second; /JAX: the engine's rate over JAX's, >= 1 is as fast or faster)")
+
+
+def _jax_on(device: torch.device) -> None:
+    """Point JAX at the device being timed (its GPU for cuda, else its CPU) before it first runs."""
+    try:
+        import jax
+    except ImportError:
+        return
+    jax.config.update("jax_platforms", "cuda" if device.type == "cuda" else "cpu")
 
 
 if __name__ == "__main__":

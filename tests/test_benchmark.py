@@ -3,6 +3,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from icgd.train import compiled as kernel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -15,9 +17,63 @@ def test_train_speed_benchmark_prints_its_json():
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     (m,) = out["models"]
-    assert m["name"] == "lsa-1" and m["backend"] in ("compiled", "fused")
+    assert m["name"] == "lsa-1" and m["backend"] in ("compiled", "fused") and m["seeds"] == 2
+    assert m["step"] == "eager" and m["eager_seed_steps_per_s"] is None  # no graph step on the CPU
     for key in ("seed_steps_per_s", "naive_seed_steps_per_s", "flops_per_step", "matmul_gflops"):
         assert m[key] > 0
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        assert m["jax_seed_steps_per_s"] is None and m["ratio_to_jax"] is None
+    else:
+        assert m["jax_seed_steps_per_s"] > 0
+        assert m["ratio_to_jax"] == pytest.approx(m["seed_steps_per_s"] / m["jax_seed_steps_per_s"], rel=1e-2)
+
+
+@pytest.mark.parametrize("preset", ["lsa-1", "lsa-5", "softmax-2"])
+def test_jax_reference_computes_the_engines_losses_and_gradients(preset):
+    """The JAX side of the speed comparison trains icgd's math: from the same weights (made large enough that
+    every layer and lsa-5's clip at 10 matter) and batch, its per-seed losses and gradients are the engine's."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    import numpy as np
+    import torch
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import jax_reference as jr
+
+    from icgd.train.backends import backend
+    from icgd.train.config import load_config
+    from icgd.train.models import init_params, trainable_names
+    from icgd.train.data import TaskStream
+
+    jax.config.update("jax_enable_x64", True)
+    cfg = load_config(preset, ["seeds=[0,1]", "task.dx=4", "task.n_context=6", "batch_size=16", "dtype=float64"])
+    gen = torch.Generator().manual_seed(1)
+    params = {k: v + 0.5 * torch.randn(v.shape, generator=gen, dtype=v.dtype) for k, v in init_params(cfg, "cpu").items()}
+    if cfg.model.attention.kernel == "softmax":  # temperatures away from their initial 1
+        for i in range(cfg.model.n_layers):
+            params[f"layers.{i}.attn.kernel_params"] = torch.tensor([[0.7]], dtype=torch.float64).expand(2, 1, 1).clone()
+    names = trainable_names(cfg)
+    for k in names:
+        params[k].requires_grad_(True)
+    batch = TaskStream(cfg, "cpu").next()
+    ref = backend(cfg, "generic").loss_fn(params, *batch)
+    grads = torch.autograd.grad(ref.sum(), [params[k] for k in names])
+    softmax, clip = cfg.model.attention.kernel == "softmax", cfg.model.clip
+    layers = jr.params_from_icgd(params, cfg.model.n_layers)
+    jbatch = tuple(jnp.asarray(b.numpy()) for b in batch)
+    mine = jr.losses(layers, jbatch, softmax, clip)
+    np.testing.assert_allclose(np.asarray(mine), ref.detach().numpy(), rtol=1e-10)
+    if clip is not None:  # the clip binds somewhere, so the comparison covers it
+        cx, cy, qx, _ = jbatch
+        assert float(jnp.abs(jr._predict(jax.tree_util.tree_map(lambda x: x[0], layers), cx, cy, qx, softmax,
+                                          None)).max()) > clip
+    jgrads = jax.grad(lambda lays: jr.losses(lays, jbatch, softmax, clip).sum())(layers)
+    for k, g in zip(names, grads):
+        i, leaf = int(k.split(".")[1]), k.split(".")[-1]
+        mine = jgrads[i]["temp"] if leaf == "kernel_params" else jgrads[i][leaf]
+        np.testing.assert_allclose(np.asarray(mine), g.numpy().reshape(np.asarray(mine).shape), rtol=1e-8, atol=1e-12)
 
 
 def test_compute_paths_benchmark_times_every_path():

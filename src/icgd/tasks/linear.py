@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,6 +62,9 @@ class LinearRegression(SquaredErrorObjective, BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    #: every draw happens on the generator's device and nothing is read back to the host (each input law,
+    #: "mixed" included: its pick is an index tensor), so a CUDA graph can capture `sample` (`icgd.train.graphed`)
+    sync_free_sampling: ClassVar[bool] = True
 
     kind: Literal["linear"] = "linear"
     dx: int = Field(10, ge=1, description="input dimension Dx")

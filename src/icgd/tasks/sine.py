@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -24,6 +24,9 @@ class SineRegression(SquaredErrorObjective, BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    #: every draw on the generator's device, nothing read back (training draws no fixed query grid): a CUDA
+    #: graph can capture `sample` (`icgd.train.graphed`)
+    sync_free_sampling: ClassVar[bool] = True
 
     kind: Literal["sine"] = "sine"
     n_context: int = Field(10, ge=1, description="context points per task N")

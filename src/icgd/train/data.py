@@ -48,5 +48,10 @@ class TaskStream:
         return {f"rng.data.{i}": g.get_state() for i, g in enumerate(self.generators)}
 
     def load_state(self, tensors: dict[str, Tensor]) -> None:
+        if "rng.data.0" not in tensors and "rng.data.device" in tensors:
+            from icgd.train.checkpoint import CheckpointError
+
+            raise CheckpointError("the checkpoint was written by the CUDA graph step (tasks drawn on the device): "
+                                  "resume it on a CUDA device")
         for i, g in enumerate(self.generators):
             g.set_state(tensors[f"rng.data.{i}"].to("cpu", torch.uint8))

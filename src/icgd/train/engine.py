@@ -13,6 +13,7 @@ summary.json.
 from __future__ import annotations
 
 import math
+import os
 import platform
 import signal
 import sys
@@ -28,6 +29,7 @@ from icgd.core.episodes import make_generator
 from icgd.core.perf import keep_freed_memory
 from icgd.core.profiling import section
 from icgd.core.version import __version__
+from icgd.train import graphed
 from icgd.train.backends import select
 from icgd.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from icgd.train.config import TrainConfig, build_config, dump_config
@@ -64,20 +66,41 @@ class Stepper:
     On the CPU `step(i)` checks the losses and applies the update only when every loss is finite. On an
     accelerator it does not wait for the device: it records on the device whether a loss was non-finite,
     and `diverged()` (called before every evaluation and checkpoint) reads that flag, so a divergence is
-    found at the next such point and no checkpoint holds the diverged weights."""
+    found at the next such point and no checkpoint holds the diverged weights.
 
-    def __init__(self, config: TrainConfig, device: torch.device | str = "cpu") -> None:
+    On a CUDA device, for the configs `graphed.ineligible` takes, the step is `graphed.GraphStep`: all state in
+    static tensors, the batch drawn on the device, captured as a CUDA graph after `GRAPH_WARMUP` eager steps.
+    graph: None picks it where it applies (ICGD_CUDA_GRAPH=0 in the environment turns it off), False never,
+    True insists (ValueError where it cannot). `step_path` says which step runs and why."""
+
+    #: eager steps of the graph step before its capture (the allocator and cuBLAS settle)
+    GRAPH_WARMUP = 3
+
+    def __init__(self, config: TrainConfig, device: torch.device | str = "cpu", graph: bool | None = None) -> None:
         self.config = config
         self.device = torch.device(device)
         self.params = init_params(config, device)
         self.names = trainable_names(config)
         for k in self.names:
             self.params[k].requires_grad_(True)
-        self.opt = Adam(self.params, self.names, config.optim, config.steps)
-        self.stream = TaskStream(config, device)
         self.backend = select(config, device)
         self.sync_free = self.device.type != "cpu"
         self._bad = torch.zeros((), dtype=torch.bool, device=self.device)
+        no_graph = graphed.ineligible(config, self.backend, self.device)
+        if graph is None and no_graph is None and os.environ.get("ICGD_CUDA_GRAPH", "1") == "0":
+            no_graph, graph = "ICGD_CUDA_GRAPH=0", False
+        if graph and no_graph is not None:
+            raise ValueError(f"the CUDA graph step cannot train this config: {no_graph}")
+        self.graph_step: graphed.GraphStep | None = None
+        if no_graph is None and graph is not False:
+            self.graph_step = graphed.GraphStep(config, self.params, self.names, self.backend, self.device)
+            self.opt: Adam | graphed.StaticAdam = self.graph_step.opt
+            self.stream: TaskStream | graphed.DeviceStream = graphed.DeviceStream(self.graph_step.generator)
+            self.step_path = "CUDA graph (sampling, losses, gradients, clipping and Adam replayed as one graph)"
+        else:
+            self.opt = Adam(self.params, self.names, config.optim, config.steps)
+            self.stream = TaskStream(config, device)
+            self.step_path = f"eager ({no_graph or 'graph: False'})"
 
     @property
     def path(self) -> str:
@@ -86,6 +109,11 @@ class Stepper:
 
     def step(self, i: int) -> tuple[Tensor, bool]:
         """(per-seed losses (S,), whether the update was applied) for optimisation step number i."""
+        gs = self.graph_step
+        if gs is not None:
+            if gs.graph is None and gs.opt.t >= self.GRAPH_WARMUP:
+                gs.capture()
+            return gs.run().clone(), True
         losses = self.backend.loss_fn(self.params, *self.stream.next())
         if self.sync_free:
             self._bad |= ~torch.isfinite(losses.detach()).all()
@@ -98,7 +126,7 @@ class Stepper:
 
     def diverged(self) -> bool:
         """Whether a loss was non-finite since the start (always False on the CPU, where `step` refuses it)."""
-        return bool(self._bad)
+        return bool(self.graph_step.bad if self.graph_step is not None else self._bad)
 
 
 @dataclass
@@ -157,9 +185,9 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
         run = RunDir.create(out if out is not None else Path("runs") / config.name)
         run.write_config(dump_config(config))
     stepper = Stepper(config, device)
-    run.write_env(environment(device, config, stepper.backend))
+    run.write_env(environment(device, config, stepper.backend) | {"step_path": stepper.step_path})
     if not quiet:
-        print(f"backend: {stepper.backend.describe()}", file=sys.stderr)
+        print(f"backend: {stepper.backend.describe()}; step: {stepper.step_path}", file=sys.stderr)
     params, opt, stream = stepper.params, stepper.opt, stepper.stream
 
     g_eval = make_generator(config.eval.seed)
@@ -257,7 +285,8 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
             for sig, h in old.items():
                 signal.signal(sig, h)
         elapsed = time.perf_counter() - t0
-        summary = _summary(config, rows, reference, step, status, elapsed, step - step0, stepper.backend, device)
+        summary = _summary(config, rows, reference, step, status, elapsed, step - step0, stepper.backend, device) \
+            | {"step_path": stepper.step_path}
         run.write_summary(summary)
     if flag:
         raise TrainingInterrupted(f"interrupted by signal {flag['sig']} at step {step}; checkpoint saved in "

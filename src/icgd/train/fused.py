@@ -269,9 +269,12 @@ def _mlp(params: dict[str, Tensor], p: str, x: Tensor, d_pad: int) -> Tensor:
 
 def _clip(x: Tensor, clip: float | None) -> Tensor:
     """x clamped to [-clip, clip]; the clamp (and its backward) is skipped when no entry is outside, which
-    changes neither value nor gradient."""
+    changes neither value nor gradient. Under a CUDA graph's capture (`icgd.train.graphed`) the clamp is always
+    applied: the check reads a value back to the host, which a capture forbids."""
     if clip is None:
         return x
+    if x.is_cuda and torch.cuda.is_current_stream_capturing():
+        return x.clamp(-clip, clip)
     lo, hi = torch.aminmax(x.detach())
     return x.clamp(-clip, clip) if bool(hi > clip) or bool(lo < -clip) else x
 
