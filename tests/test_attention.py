@@ -245,3 +245,43 @@ def test_chi_squared_on_signed_inputs_is_the_standard_kernel_on_positive_and_neg
     other = torch.tensor([[[[-0.5 + 1e-9, 0.5]]]], dtype=torch.float64)
     assert get_kernel("chi_squared").fn(near_opposite, other, p, {}).item() == pytest.approx(math.exp(-0.6 * 1.0))
     assert get_kernel("chi_squared_abs_of_sum").fn(near_opposite, other, p, {}).item() < 1e-100
+
+
+@pytest.mark.parametrize("opts", [
+    dict(d_model=6, kernel="linear"),  # wide heads over few tokens: (Q K^T) V
+    dict(d_model=6, d_key=2, d_value=2, kernel="linear"),  # narrow heads: (V^T K) Q
+    dict(d_model=6, n_heads=2, kernel="softmax"),
+    dict(d_model=6, kernel="rbf", normalize="count"),
+    dict(d_model=6, n_heads=2, d_value=3, kernel="softmax", causal=True, query_in_keys=True, momentum=0.6),
+])
+def test_the_update_of_some_rows_is_those_rows_of_the_full_update(opts):
+    """rows_from (a read-out of the queries alone) gives exactly those rows of the whole update, with and
+    without a causal mask and momentum, and refuses hooks, whose points hold every token."""
+    a = _attn(**opts)
+    x = _tokens(t=9, d=6)
+    full = a(x, 6)
+    for r in (1, 6, 8):
+        torch.testing.assert_close(a(x, 6, rows_from=r), full[:, r:], rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="hook points"):
+        a(x, 6, {}, rows_from=6)
+    with pytest.raises(ShapeError, match="rows_from"):
+        a(x, 6, rows_from=9)
+
+
+@pytest.mark.parametrize("dk,dv,t_len", [(6, 6, 3), (2, 2, 40)])
+def test_both_products_of_a_bilinear_kernel_agree(monkeypatch, dk, dv, t_len):
+    """(Q K^T) V and (V^T K) Q give the same update (to float64 rounding) whichever is cheaper; the choice is
+    the one with fewer multiplications."""
+    import icgd.nn.attention as attention
+
+    a = _attn(d_model=6, d_key=dk, d_value=dv)
+    x = _tokens(t=t_len, d=6)
+    n = t_len - 1
+    chosen = attention.associative_cheaper(t_len, n, dk, dv)
+    assert chosen == ((n + t_len) * dk * dv < t_len * n * (dk + dv))
+    assert chosen == (dk == 2)  # narrow heads over 40 tokens: associative; wide heads over 3: direct
+    outs = []
+    for use in (True, False):
+        monkeypatch.setattr(attention, "associative_cheaper", lambda *args, use=use: use)
+        outs.append(a(x, n))
+    torch.testing.assert_close(outs[0], outs[1], rtol=1e-12, atol=1e-12)

@@ -116,6 +116,13 @@ def test_feature_lsa_control_is_the_gd_construction_on_mlp_features():
     manual = -t[:, n:] + 0.4 / n * (m[:, n:] @ m[:, :n].transpose(1, 2)) @ t[:, :n]
     assert (control.predict(ep) - manual).abs().max() < 1e-12
     assert torch.equal(control.initial_prediction(ep), -t[:, n:])
+    # without hooks only the queries' update is computed (training's path); with them every token's, which
+    # the hook points hold: the predictions agree
+    for learner in (control, model):
+        cache: dict = {}
+        with_hooks = learner.predict(ep, cache)
+        assert cache["attn.out"].shape[1] == ep.n_context + ep.n_queries
+        torch.testing.assert_close(learner.predict(ep), with_hooks, rtol=1e-12, atol=1e-13)
 
 
 def test_official_code_init_and_fixed_eta_of_the_sine_models():

@@ -105,12 +105,14 @@ class FeatureLSA(nn.Module):
         h = h0 + self.mlp(h0)
         return self.hooks("features", h) if self.hooks else h
 
-    def update(self, h: Tensor, n_context: int) -> Tensor:
-        """The attention (or GD) update of the tokens h (B, T, d)."""
+    def update(self, h: Tensor, n_context: int, rows_from: int = 0) -> Tensor:
+        """The attention (or GD) update of the tokens h (B, T, d); with rows_from, of tokens rows_from.. only
+        (what `predict` reads when no hook is set)."""
         if self.attn is not None:
-            return self.attn(h, n_context, self.hooks if self.hooks else None, "attn")
+            return self.attn(h, n_context, self.hooks if self.hooks else None, "attn", rows_from)
         m, t = h[..., :self.n_features], h[..., self.n_features:]
         mc, tc = m[:, :n_context], t[:, :n_context]
+        m = m[:, rows_from:] if rows_from else m
         # y_j <- y_j - (eta / N) sum_i t_i m_i^T m_j, the x-part unchanged (Prop. 1 with W0 = 0)
         dt = -(self.eta / n_context) * (m @ mc.transpose(1, 2)) @ tc
         out = torch.cat([torch.zeros_like(m), dt], -1)
@@ -129,9 +131,9 @@ class FeatureLSA(nn.Module):
         if ep.n_queries > 1 and self.attn is not None and self.attn.config.query_in_keys:
             raise ShapeError("query_in_keys is not supported here")
         h = self.features(ep)
-        out = h + self.update(h, n)
-        if self.hooks:
-            out = self.hooks("out", out)
+        if not self.hooks:  # only the queries are read out: their update alone (training's path)
+            return -(h[:, n:] + self.update(h, n, rows_from=n))[..., -self.dy:]
+        out = self.hooks("out", h + self.update(h, n))
         return -out[:, n:, -self.dy:]
 
     def initial_prediction(self, ep: Episodes) -> Tensor:

@@ -132,6 +132,14 @@ def past_ema(v: Tensor, beta: Tensor | float, chunk: int = 64) -> Tensor:
     return torch.cat(out, dim=-2)
 
 
+def associative_cheaper(t_len: int, n_keys: int, dk: int, dv: int) -> bool:
+    """Whether a bilinear kernel's update is cheaper as (V^T K) Q, (n_keys + T) dk dv multiplications per head
+    and task, than as (Q K^T) V, T n_keys (dk + dv). The first wins for narrow heads over long contexts, the
+    second for wide heads over few tokens: the sine study's 40-wide embedding over 11 tokens is 4x fewer
+    multiplications directly (its step 283 -> 220 ms, 5 seeds, batch 2048, 2 cores; benchmarks/mlp_speed.py)."""
+    return (n_keys + t_len) * dk * dv < t_len * n_keys * (dk + dv)
+
+
 class Attention(nn.Module):
     """Multi-head attention with kernel `config.kernel`; returns the update (no residual).
 
@@ -168,13 +176,18 @@ class Attention(nn.Module):
                 self.register_buffer("momentum_logit", logit)
 
     def forward(self, x: Tensor, n_context: int, hooks: HookPoints | dict[str, Tensor] | None = None,
-                name: str = "attn") -> Tensor:
+                name: str = "attn", rows_from: int = 0) -> Tensor:
         """x (B, T, D) -> update (B, T, D); keys/values are the first `n_context` tokens (see module doc).
-        hooks: the model's hook points (a dict instead reads every hook point into it)."""
+        hooks: the model's hook points (a dict instead reads every hook point into it). rows_from: the update
+        of tokens rows_from.. only, (B, T - rows_from, D), for a model that reads out the queries alone (the
+        context tokens' update costs T / Q times more and is not used there); not with hooks, whose points
+        hold every token."""
         if isinstance(hooks, dict):
             registry = HookPoints()
             with registry.caching(hooks):
-                return self.forward(x, n_context, registry, name)
+                return self.forward(x, n_context, registry, name, rows_from)
+        if rows_from and hooks:
+            raise ValueError("rows_from computes some tokens' update only; hook points hold every token's")
         c = self.config
         if x.dim() != 3 or x.shape[-1] != c.d_model:
             raise ShapeError(f"attention expects tokens (B, T, {c.d_model}), got {tuple(x.shape)}")
@@ -183,13 +196,18 @@ class Attention(nn.Module):
             raise ShapeError(f"n_context={n_context} must be in 1..{t_len}")
         n_keys = t_len if c.query_in_keys else n_context
         src = x[:, :n_keys]
-        q = torch.einsum("hkd,btd->bhtk", self.w_q, x)
+        if not 0 <= rows_from < t_len:
+            raise ShapeError(f"rows_from={rows_from} must be in 0..{t_len - 1}")
+        q = torch.einsum("hkd,btd->bhtk", self.w_q, x[:, rows_from:] if rows_from else x)
         k = torch.einsum("hkd,btd->bhtk", self.w_k, src)
         v = torch.einsum("hvd,btd->bhtv", self.w_v, src)
         mask = self._mask(t_len, n_keys, n_context, x.device)
+        if mask is not None and rows_from:
+            mask = mask[rows_from:]
         want_weights = bool(hooks) and hooks.active(f"{name}.weights")
-        linear_fast = self.kernel.bilinear and mask is None and c.normalize == "none" and not want_weights
-        if linear_fast:  # associativity: (V^T K) Q costs O(T d^2) instead of O(T^2 d)
+        linear_fast = (self.kernel.bilinear and mask is None and c.normalize == "none" and not want_weights
+                       and associative_cheaper(t_len - rows_from, n_keys, c.dk, c.dv))
+        if linear_fast:  # associativity: (V^T K) Q, fewer multiplications here than (Q K^T) V
             mixed = torch.einsum("bhvk,bhsk->bhsv", v.transpose(-1, -2) @ k, q)
         else:
             w = self.weights(q, k, mask, n_keys)
@@ -198,7 +216,7 @@ class Attention(nn.Module):
             mixed = w @ v
         if c.momentum is not None:
             past = v if n_keys == t_len else torch.nn.functional.pad(v, (0, 0, 0, t_len - n_keys))
-            mixed = mixed + past_ema(past, torch.sigmoid(self.momentum_logit)[:, None, None])
+            mixed = mixed + past_ema(past, torch.sigmoid(self.momentum_logit)[:, None, None])[..., rows_from:, :]
         out = torch.einsum("hdv,bhtv->btd", self.w_o, mixed)
         return hooks(f"{name}.out", out) if hooks else out
 
