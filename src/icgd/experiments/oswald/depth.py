@@ -22,7 +22,7 @@ from icgd.experiments.oswald.keys import (
     DEPTH_MAX_TF_OVER_GD,
     DEPTH_OOD_MAX,
 )
-from icgd.experiments.oswald.shared import LINEAR_DEVIATIONS, deep_ood
+from icgd.experiments.oswald.shared import GELU_DEVIATION, LINEAR_DEVIATIONS, deep_ood
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.tuning import tune_gd, tune_gdpp
 from icgd.results.figures import COLORS, label_axes, subplots
@@ -52,7 +52,7 @@ def _depth_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
           "and MLPs at every depth, vs GD and GD++ (Fig. 7, 8)", "source 000, A.5, Fig. 7, 8", quick_minutes=2.5,
           full_minutes=480.0, models=_depth_models, deviations=LINEAR_DEVIATIONS + (
               "the code has no script for Figs. 7-8; the models follow CTS's rules for their depth. The 4-head MLP "
-              "models train in full mode only. Reason: it needs the slower generic training path.",))
+              "models train in full mode only. Reason: it needs the slower generic training path.", GELU_DEVIATION))
 def depth(ctx: ExperimentContext) -> None:
     variants = _depth_variants(ctx)
     configs = _depth_models(ctx)

@@ -25,7 +25,7 @@ from icgd.experiments.oswald.keys import (
     FIXED_MIN_COSINE,
     GROKKING_SEEDS,
 )
-from icgd.experiments.oswald.shared import LINEAR_DEVIATIONS
+from icgd.experiments.oswald.shared import GELU_DEVIATION, LINEAR_DEVIATIONS
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.tuning import tune_gd
 from icgd.results.figures import COLORS, band, label_axes, subplots
@@ -62,7 +62,8 @@ def _grokking_label(lr: float) -> str:
               "sets of 128 and 512 tasks train with batches of 128 and 512; the code's smallest set is one batch of "
               "2048 (cycle_data, CTS:172, 589-595). Reason: the paper's Fig. 16 shows smaller sets.",
               "the grokking block's learning rate and batch are not given (A.11: 'carefully tuned'): full mode tries "
-              "lr 3e-4, 1e-3 and 3e-3 at batch 2048, quick mode 1e-3 only. Reason: CPU time in quick mode.",))
+              "lr 3e-4, 1e-3 and 3e-3 at batch 2048, quick mode 1e-3 only. Reason: CPU time in quick mode.",
+              GELU_DEVIATION))
 def fixed_data(ctx: ExperimentContext) -> None:
     sizes = _FIXED_SIZES
     configs = _fixed_models(ctx)

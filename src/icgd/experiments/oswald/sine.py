@@ -30,7 +30,7 @@ from icgd.experiments.oswald.keys import (
     SINE_TF_OVER_CONTROL,
     ZERO_LOSS,
 )
-from icgd.experiments.oswald.shared import NONLINEAR_EVAL_SEED
+from icgd.experiments.oswald.shared import GELU_DEVIATION, NONLINEAR_EVAL_SEED
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.explicit import ZeroPredictor
 from icgd.results.figures import COLORS, band, heatmap, label_axes, subplots
@@ -107,23 +107,23 @@ def _sine_models(ctx: ExperimentContext, code: bool = False) -> dict[str, TrainC
               "oswald-sine-code, heavy on a CPU.",
               "the control learns its eta and starts from the TF's init, as A.7 says; the code fixes eta at 0.1 and "
               "trains it once from PRNGKey(10) (src/train.py:522-579). Reason: the text's variant; the code's is "
-              "oswald-sine-code.",))
+              "oswald-sine-code.", GELU_DEVIATION))
 def sine(ctx: ExperimentContext) -> None:
     _sine_study(ctx, code=False)
 
 
 @register("oswald-sine-code", "the sine study in the official code's set-up: A ~ U(0.1, 0.5) with a coupled "
           "phase, batch 2048, 20,000 steps, small init, the control's eta fixed at 0.1 (Fig. 4)",
-          "source 000, Fig. 4; self-organising-systems non_linear_regression.ipynb", quick_minutes=60.0,
-          full_minutes=1440.0, models=lambda ctx: _sine_models(ctx, code=True), deviations=(
+          "source 000, Fig. 4; self-organising-systems non_linear_regression.ipynb", quick_minutes=9.0,
+          full_minutes=120.0, models=lambda ctx: _sine_models(ctx, code=True), deviations=(
               "torch instead of JAX and haiku: the same laws, other random streams.",
               "every seed trains its own control and its TF is compared with it; the notebook trains one control "
               "(in seed 0's loop, from PRNGKey(10): cell 6) and compares every seed's TF with that one. Reason: "
-              "a reference per seed, each from its own seed's init.",))
+              "a reference per seed, each from its own seed's init.", GELU_DEVIATION))
 def sine_code(ctx: ExperimentContext) -> None:
-    """The official set-up is heavy on a CPU (batch 2048, generic training path): 0.48 s per seed-step for the
-    TF and 0.23 s for the control, measured on the 2-core machine while two other jobs ran, so about an hour
-    in quick mode and a day in full mode there; meant for a GPU (`--device cuda`)."""
+    """The official set-up is heavy on a CPU (batch 2048, generic training path). Measured alone on 2 cores
+    (benchmarks/mlp_speed.py, 2026-11-26): a 5-seed step of the TF 177 ms and of the control 156 ms, so about
+    111 minutes of training in full mode; the quick run took 8 min 46 s."""
     _sine_study(ctx, code=True)
 
 
