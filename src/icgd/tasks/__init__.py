@@ -6,12 +6,13 @@
 from icgd.tasks.categorical import CategoricalQuadrants
 from icgd.tasks.fewshot import FewShotFeatures
 from icgd.tasks.linear import LinearRegression
+from icgd.tasks.recall import AssociativeRecall
 from icgd.tasks.sine import SineRegression
 from icgd.tasks.text import TextLM
 
 #: task kinds by the name a config gives as `task.kind`; the first is the default
 TASKS: dict[str, type] = {"linear": LinearRegression, "sine": SineRegression, "categorical": CategoricalQuadrants,
-                         "fewshot": FewShotFeatures, "text": TextLM}
+                         "fewshot": FewShotFeatures, "text": TextLM, "recall": AssociativeRecall}
 
 
 def get_task(kind: str) -> type:
@@ -22,4 +23,4 @@ def get_task(kind: str) -> type:
         raise ValueError(f"unknown task kind {kind!r}; known: {', '.join(TASKS)}") from None
 
 
-__all__ = ["TASKS", "CategoricalQuadrants", "FewShotFeatures", "LinearRegression", "SineRegression", "TextLM", "get_task"]
+__all__ = ["TASKS", "AssociativeRecall", "CategoricalQuadrants", "FewShotFeatures", "LinearRegression", "SineRegression", "TextLM", "get_task"]

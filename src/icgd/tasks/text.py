@@ -113,7 +113,14 @@ class Unigram:
 
     @classmethod
     def fit(cls, ep: Episodes) -> "Unigram":
-        counts = torch.bincount(ep.query_y.reshape(-1).long().cpu(), minlength=VOCAB).to(torch.float64) + 1
+        """Token frequencies of the scored targets, add-one smoothed over the vocabulary: the 256 bytes of a
+        text task; for a task with unscored positions (target -1: `icgd.tasks.recall`) the ids its inputs use,
+        so that the smoothing does not spread over ids the task never has."""
+        y = ep.query_y.reshape(-1).long().cpu()
+        masked = bool((y < 0).any())
+        y = y[y >= 0]
+        vocab = int(max(ep.query_x.max(), y.max())) + 1 if masked else VOCAB
+        counts = torch.bincount(y, minlength=vocab).to(torch.float64) + 1
         return cls(counts.log() - counts.sum().log())
 
     def predict(self, ep: Episodes) -> Tensor:

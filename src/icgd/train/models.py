@@ -248,7 +248,7 @@ def _build_causal_lm(config: TrainConfigLike, dtype: torch.dtype, device: Any,
 
 
 register_model_kind(ModelKind(
-    "causal_lm", CausalLMConfig, _build_causal_lm, tasks=("text",),
+    "causal_lm", CausalLMConfig, _build_causal_lm, tasks=("text", "recall"),
     example={"task": {"kind": "text", "corpus": ["bbc-news"], "seq_len": 32},
              "model": {"kind": "causal_lm", "d_model": 16, "n_heads": 2, "n_layers": 1},
              "eval": {"reference": "unigram"}},
