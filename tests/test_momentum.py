@@ -98,8 +98,58 @@ def test_momentum_suite_measures_every_claim(text_task, tmp_path):
     from icgd.claims.runner import verify
 
     res = verify("momentum", tmp_path, smoke=True)
-    assert [c["id"] for c in res["claims"]] == ["momentum-lowers-perplexity", "momentum-keeps-icl"]
+    assert [c["id"] for c in res["claims"]] == ["momentum-lowers-perplexity", "premise-recall",
+                                                 "momentum-improves-recall", "momentum-keeps-icl"]
+    by_id = {c["id"]: c for c in res["claims"]}
     for c in res["claims"]:
-        assert "note" not in c and isinstance(c["measured"], float)
+        assert isinstance(c["measured"], float)
+    for cid in ("momentum-lowers-perplexity", "momentum-keeps-icl", "premise-recall"):
+        assert "note" not in by_id[cid]
+    # smoke models (6 steps) do not recall: the premise fails and says so, and the comparison is left out
+    premise = by_id["premise-recall"]
+    assert premise["verdict"] == "FAIL" and premise["measured"] < 5 and len(premise["interval"]) == 2
+    assert "premise" in by_id["momentum-improves-recall"]["note"]
+    assert set(premise["values"]) == {"N=2 vanilla", "N=2 momentum", "chance"}
     run = tmp_path / "dai-momentum"
     assert (run / "perplexity.csv").is_file() and (run / "icl.csv").is_file() and (run / "momentum.png").is_file()
+    rec = tmp_path / "momentum-recall"
+    assert (rec / "recall.csv").is_file() and (rec / "recall.png").is_file()
+
+
+def test_recall_claims_pass_fail_and_stay_inconclusive_on_the_right_learners():
+    """The bars on made-up per-sequence accuracies: a vanilla model at chance fails the premise and leaves
+    nothing to compare; a momentum model no better than vanilla fails the comparison, one clearly better
+    passes, one better on one seed and worse on another is inside the noise."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from icgd.claims import runner  # noqa: F401  (registers the suites)
+    from icgd.claims.base import SUITES
+    from icgd.experiments.dai import recall
+    from icgd.experiments.registry import ExperimentContext
+
+    claims = {c.id: c for c in SUITES["momentum"]() if c.experiment == "momentum-recall"}
+    rng = np.random.default_rng(0)
+
+    def check(van_p, mom_p):
+        ctx = ExperimentContext(Path("unused"), Path("unused"), "quick", [0, 1, 2], "cpu", True, {}, create=False)
+        acc = {}
+        for n in recall.PAIRS["quick"]:
+            acc[(n, "vanilla")] = (rng.random((3, 400)) < np.asarray(van_p)[:, None]).astype(float)
+            acc[(n, "momentum")] = (rng.random((3, 400)) < np.asarray(mom_p)[:, None]).astype(float)
+        recall._results(ctx, acc, {n: 1 / 32 for n in recall.PAIRS["quick"]})
+        r = {"momentum-recall": ctx.results}
+        return {cid: c.check(r) for cid, c in claims.items()}
+
+    at_chance = check([1 / 32] * 3, [0.5] * 3)
+    assert at_chance["premise-recall"]["verdict"] == "FAIL"
+    assert "premise" in at_chance["momentum-improves-recall"]["note"]
+    same = check([0.4] * 3, [0.4] * 3)
+    assert same["premise-recall"]["verdict"] == "PASS"
+    assert same["momentum-improves-recall"]["verdict"] in ("FAIL", "inconclusive")
+    better = check([0.4] * 3, [0.6] * 3)
+    assert better["momentum-improves-recall"]["verdict"] == "PASS"
+    assert better["momentum-improves-recall"]["interval"][0] > 0
+    mixed = check([0.4, 0.4, 0.4], [0.3, 0.45, 0.5])
+    assert mixed["momentum-improves-recall"]["verdict"] == "inconclusive"

@@ -24,3 +24,13 @@ BOOTSTRAP = "bootstrap"
 PPL_WORST_RATIO = "ppl.worst_seed_ratio"
 PPL_WORST_RATIO_AT = "ppl{n}.worst_seed_ratio"
 ICL_WORST_DIFFERENCE_UPPER95 = "icl.worst_difference_upper95"
+#: momentum-recall: per number of pairs N ("recall{n}.{key}": vanilla, momentum, their per-seed lists, chance,
+#: vanilla_low (the premise's lower 95% end), difference, difference_interval); the settings run and those where
+#: the premise holds; the premise measure (worst setting's vanilla accuracy / chance); the comparison (momentum
+#: minus vanilla accuracy, mean over the kept settings); bootstrap replicates of the last two
+RECALL_SETTING = "recall{n}.{key}"
+RECALL_SETTINGS = "recall.settings"
+RECALL_KEPT = "recall.kept"
+RECALL_PREMISE = "recall.premise_over_chance"
+RECALL_DIFFERENCE = "recall.difference"
+RECALL_BOOTSTRAP = "recall.bootstrap"

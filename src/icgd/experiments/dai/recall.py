@@ -1,0 +1,186 @@
+"""Vanilla against momentum attention where small models do learn in context: multi-query associative
+recall (`icgd.tasks.recall`), at several numbers of key-value pairs: `momentum-recall` (issue 36).
+
+Source 003 claims that momentum attention improves in-context learning (its Table 7). The byte-level LMs of
+`dai-momentum` cannot test that at the size they train here (both sit at chance on the classification
+tasks), so this study asks it on the standard probe of attention variants, where a 2-layer, 64-wide model
+learns in context within minutes on a CPU. For each number of pairs N, a vanilla and a momentum causal LM
+(the same shape, seeds, batches and steps; momentum adds no parameter) are trained on fresh sequences and
+scored on the same held-out sequences: the share of query keys whose value is the most probable next
+token.
+
+The premise comes first: the vanilla model must recall far above chance (its accuracy, lower end of the 95%
+interval, at least `PREMISE_FACTOR` times chance). The comparison is the accuracy of momentum minus vanilla,
+averaged over the settings where the premise holds, with a percentile-bootstrap interval that resamples
+seeds and held-out sequences, the two models paired (same seed, same sequences).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from icgd.experiments.common import Size, size
+from icgd.experiments.dai.icl_vs_ft import SOURCE
+from icgd.experiments.dai.keys import (
+    RECALL_BOOTSTRAP,
+    RECALL_DIFFERENCE,
+    RECALL_KEPT,
+    RECALL_PREMISE,
+    RECALL_SETTING,
+    RECALL_SETTINGS,
+)
+from icgd.experiments.dai.momentum import MOMENTUM_BETA
+from icgd.experiments.registry import ExperimentContext, register
+from icgd.results.figures import label_axes, subplots
+
+#: key-value pairs per sequence, by mode (the sequence has 4N - 1 input tokens)
+PAIRS = {"smoke": (2,), "quick": (4, 8), "full": (4, 8, 16)}
+#: tokens: 32 keys and 32 values, so chance is 1/32
+VOCAB = Size(quick=64, full=64, smoke=16)
+#: model width, layers, heads: the shape of `dai-momentum`'s LMs
+SHAPE = {"smoke": (16, 1, 2), "quick": (64, 2, 2), "full": (64, 2, 2)}
+#: measured (2 seeds, N = 8, lr 3e-3, batch 64, alone on 2 cores): 1000 steps 45 s and vanilla accuracy 0.24,
+#: 4000 steps 177 s and 0.35, against chance 0.031; quick mode stops where both models are well above chance
+STEPS = Size(quick=2500, full=10_000, smoke=6)
+BATCH = Size(quick=64, full=64, smoke=4)
+LR = 3e-3
+TEST = Size(quick=1024, full=4096, smoke=16)
+TEST_SEED = 20_261_126
+BOOT = Size(quick=1000, full=2000, smoke=50)
+#: the premise: vanilla recalls at least this many times chance (lower end of its interval)
+PREMISE_FACTOR = 5.0
+
+
+def recall_config(ctx: ExperimentContext, n_pairs: int, momentum: bool):
+    from icgd.experiments.common import eval_every
+    from icgd.train.config import build_config
+
+    d, n_layers, heads = SHAPE[ctx.mode]
+    steps = size(ctx, STEPS)
+    return build_config({
+        "name": f"recall{n_pairs}-{'momentum' if momentum else 'vanilla'}",
+        "task": {"kind": "recall", "vocab": size(ctx, VOCAB), "n_pairs": n_pairs},
+        "model": {"kind": "causal_lm", "d_model": d, "n_layers": n_layers, "n_heads": heads,
+                  "attention": {"momentum": MOMENTUM_BETA} if momentum else {}},
+        "optim": {"lr": LR, "schedule": "cosine", "warmup_steps": steps // 20},
+        "steps": steps, "batch_size": size(ctx, BATCH), "seeds": ctx.seeds, "data": "per_seed",
+        "checkpoint_every": 500,
+        "eval": {"every": eval_every(ctx, steps, 10), "n_tasks": 256 if ctx.mode != "smoke" else 4,
+                 "n_tune": 256 if ctx.mode != "smoke" else 8, "reference": "unigram", "alignment_tasks": 0}})
+
+
+def _models(ctx: ExperimentContext) -> dict[str, Any]:
+    return {f"recall{n}-{name}": recall_config(ctx, n, name == "momentum")
+            for n in PAIRS[ctx.mode] for name in ("vanilla", "momentum")}
+
+
+@register("momentum-recall", "vanilla vs momentum attention on multi-query associative recall at several numbers "
+          "of key-value pairs: the premise (vanilla far above chance), then momentum minus vanilla accuracy with "
+          "a bootstrap interval (Table 7's claim where small models learn in context)", SOURCE, quick_minutes=8,
+          full_minutes=60, models=_models, deviations=(
+              "a synthetic task instead of the source's classification data sets (Table 7). Reason: at the "
+              "size that trains on 2 CPU cores the byte-level LMs do not learn those in context (dai-momentum), "
+              "so a comparison there means nothing; associative recall is the standard probe where small "
+              "attention models do.",
+              "beta = 0.5, fixed: the source's value is not in our text of it (dai-momentum's note).",))
+def recall(ctx: ExperimentContext) -> None:
+    import torch
+
+    from icgd.core.episodes import make_generator
+    from icgd.tasks.recall import recall_accuracy
+
+    configs = _models(ctx)
+    runs = {label: ctx.train(label, cfg) for label, cfg in configs.items()}
+    rows, acc = [], {}
+    for n in PAIRS[ctx.mode]:
+        task = configs[f"recall{n}-vanilla"].task
+        test = task.sample(size(ctx, TEST), make_generator(TEST_SEED + n))
+        for name in ("vanilla", "momentum"):
+            res = runs[f"recall{n}-{name}"]
+            per_seed = []
+            for seed in res.config.seeds:
+                model = res.learner(seed).to(ctx.device)
+                model.eval()
+                with torch.no_grad():
+                    a = torch.cat([recall_accuracy(model.predict(part.to(ctx.device)), part.query_y.to(ctx.device))
+                                   for part in test.split(256)]).cpu().numpy()
+                per_seed.append(a)
+                rows.append({"n_pairs": n, "model": name, "seed": seed, "accuracy": float(a.mean()),
+                             "chance": task.chance})
+            acc[(n, name)] = np.stack(per_seed)  # (S, sequences)
+    ctx.table("recall", rows)
+    _results(ctx, acc, {n: configs[f"recall{n}-vanilla"].task.chance for n in PAIRS[ctx.mode]})
+    _figure(ctx, rows)
+
+
+def _results(ctx: ExperimentContext, acc: dict[tuple[int, str], np.ndarray], chance: dict[int, float]) -> None:
+    """Point values, the premise per setting, and bootstrap replicates of the claims' measures: each replicate
+    draws the seeds and the held-out sequences with replacement, the same draw for both models."""
+    settings = PAIRS[ctx.mode]
+    rng = np.random.default_rng(TEST_SEED)
+    n_boot = size(ctx, BOOT)
+    boot_van = {n: np.empty(n_boot) for n in settings}
+    boot_diff = {n: np.empty(n_boot) for n in settings}
+    for n in settings:
+        van, mom = acc[(n, "vanilla")], acc[(n, "momentum")]
+        s_n, q_n = van.shape
+        for b in range(n_boot):
+            sd, qi = rng.integers(s_n, size=s_n), rng.integers(q_n, size=q_n)
+            v, m = van[sd][:, qi].mean(), mom[sd][:, qi].mean()
+            boot_van[n][b], boot_diff[n][b] = v, m - v
+    kept = []
+    for n in settings:
+        van, mom = acc[(n, "vanilla")], acc[(n, "momentum")]
+        low = float(np.percentile(boot_van[n], 2.5))
+        key = RECALL_SETTING.format(n=n, key="{}")
+        ctx.result(key.format("vanilla"), float(van.mean()))
+        ctx.result(key.format("momentum"), float(mom.mean()))
+        ctx.result(key.format("vanilla_seeds"), van.mean(1).tolist())
+        ctx.result(key.format("momentum_seeds"), mom.mean(1).tolist())
+        ctx.result(key.format("chance"), chance[n])
+        ctx.result(key.format("vanilla_low"), low)
+        ctx.result(key.format("difference"), float(mom.mean() - van.mean()))
+        ctx.result(key.format("difference_interval"), np.percentile(boot_diff[n], [2.5, 97.5]).tolist())
+        if low >= PREMISE_FACTOR * chance[n]:
+            kept.append(n)
+        else:
+            ctx.note(f"N = {n}: left out of the comparison: the vanilla model's accuracy {van.mean():.3f} "
+                     f"(95% lower end {low:.3f}) is under {PREMISE_FACTOR:g} x chance ({chance[n]:.3f})")
+    ctx.result(RECALL_SETTINGS, list(settings))
+    ctx.result(RECALL_KEPT, kept)
+    # the premise: the worst setting's vanilla accuracy over chance; the comparison: the mean over kept settings
+    ctx.result(RECALL_PREMISE, min(float(acc[(n, "vanilla")].mean()) / chance[n] for n in settings))
+    boot = {RECALL_PREMISE: np.min([boot_van[n] / chance[n] for n in settings], axis=0)}
+    if kept:
+        ctx.result(RECALL_DIFFERENCE, float(np.mean([acc[(n, "momentum")].mean() - acc[(n, "vanilla")].mean()
+                                                     for n in kept])))
+        boot[RECALL_DIFFERENCE] = np.mean([boot_diff[n] for n in kept], axis=0)
+    ctx.result(RECALL_BOOTSTRAP, {k: [round(float(x), 6) for x in v] for k, v in boot.items()})
+    for n in settings:
+        r = ctx.results
+        key = RECALL_SETTING.format(n=n, key="{}")
+        lo, hi = r[key.format("difference_interval")]
+        ctx.report(f"N = {n} pairs: the premise, vanilla recalls far above chance",
+                   f"vanilla {r[key.format('vanilla')]:.3f} (95% lower end {r[key.format('vanilla_low')]:.3f}), "
+                   f"chance {chance[n]:.3f}: " + ("holds" if n in kept else "**does not hold: left out**"))
+        ctx.report(f"N = {n} pairs: momentum attention recalls better (Table 7's claim)",
+                   f"momentum {r[key.format('momentum')]:.3f}, vanilla {r[key.format('vanilla')]:.3f}: difference "
+                   f"{r[key.format('difference')]:+.3f}, 95% interval [{lo:+.3f}, {hi:+.3f}]")
+
+
+def _figure(ctx: ExperimentContext, rows: list[dict[str, Any]]) -> None:
+    fig, axes = subplots(1, width=4.6, height=3.4)
+    ax = axes[0]
+    settings = sorted({r["n_pairs"] for r in rows})
+    for i, name in enumerate(("vanilla", "momentum")):
+        for j, n in enumerate(settings):
+            ys = [r["accuracy"] for r in rows if r["n_pairs"] == n and r["model"] == name]
+            ax.scatter([j + (i - 0.5) * 0.2] * len(ys), ys, color=f"C{i}", s=14,
+                       label=name if j == 0 else None)
+    ax.axhline(rows[0]["chance"], color="0.6", lw=0.8, ls="--", label="chance")
+    ax.set_xticks(range(len(settings)), [str(n) for n in settings])
+    label_axes(axes, ["associative recall, per seed"], ["accuracy at the query keys"], xlabel="key-value pairs N")
+    ax.legend(fontsize=7)
+    ctx.figure("recall", fig)

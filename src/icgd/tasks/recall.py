@@ -1,0 +1,122 @@
+"""Multi-query associative recall (MQAR): key-value pairs in context, queried later, the standard probe of
+attention variants (Arora et al. 2023, "Zoology"); issue 36 uses it to compare vanilla and momentum
+attention where small models do learn in context.
+
+A sequence is `n_pairs` pairs k_1 v_1 ... k_N v_N, then `n_queries` of the keys again, each followed by its
+value: q_1 a_1 ... q_Q a_Q. Keys are distinct within a sequence and drawn from the first half of the
+vocabulary, values (repeats allowed) from the second half, the queried keys in a random order; every draw is
+fresh per sequence, so a model can only answer by reading the context. As a next-token task the inputs
+are the sequence's tokens but the last (T = 2N + 2Q - 1) and the targets the tokens after them; only the
+positions of the query keys are scored (their target is the value), the others carry target -1. Chance
+accuracy is 1 / (vocab / 2).
+
+Episodes hold float ids (B, T, 1) in both the context and the query fields, as the text task's do, so the
+causal LM (`icgd.learners.causal_lm`) trains on it unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from torch import Tensor
+
+from icgd.core.episodes import Episodes
+from icgd.tasks.base import draw_device, moved
+
+#: the target of an unscored position
+IGNORE = -1
+
+
+def masked_next_token_loss(logits: Tensor, target: Tensor) -> Tensor:
+    """Per-sequence mean cross-entropy (B,) over the scored positions (target >= 0) of logits (B, T, V)."""
+    b, t, v = logits.shape
+    y = target.reshape(b * t).long()
+    ce = torch.nn.functional.cross_entropy(logits.reshape(b * t, v), y.clamp(min=0), reduction="none").reshape(b, t)
+    scored = (target.reshape(b, t) >= 0).to(ce.dtype)
+    return (ce * scored).sum(-1) / scored.sum(-1).clamp(min=1)
+
+
+def recall_accuracy(logits: Tensor, target: Tensor) -> Tensor:
+    """Per-sequence accuracy (B,) at the scored positions: the most probable token is the target."""
+    b, t, _ = logits.shape
+    y = target.reshape(b, t)
+    scored = (y >= 0).to(logits.dtype)
+    hit = (logits.argmax(-1) == y.long()).to(logits.dtype) * scored
+    return hit.sum(-1) / scored.sum(-1).clamp(min=1)
+
+
+class AssociativeRecall(BaseModel):
+    """Key-value pairs in context, queried later (see the module doc)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["recall"] = "recall"
+    vocab: int = Field(64, ge=4, description="tokens: keys are the first half, values the second")
+    n_pairs: int = Field(8, ge=1, description="key-value pairs in context N")
+    queries: int | None = Field(None, ge=1, description="keys queried Q (default every key once)")
+
+    objective: ClassVar[str] = "next_token"
+    metrics: ClassVar[tuple[str, ...]] = ()
+    reference_kinds: ClassVar[tuple[str, ...]] = ("unigram",)
+    #: the sensitivity metrics (d prediction / d input) mean nothing for token ids
+    aligns: ClassVar[bool] = False
+    #: every draw on the generator's device, nothing read back (`icgd.train.graphed`)
+    sync_free_sampling: ClassVar[bool] = True
+    dx: ClassVar[int] = 1
+    dy: ClassVar[int] = 1
+
+    @model_validator(mode="after")
+    def _fits(self) -> "AssociativeRecall":
+        if self.vocab % 2:
+            raise ValueError(f"vocab={self.vocab} must be even (keys are one half, values the other)")
+        if self.n_pairs > self.vocab // 2:
+            raise ValueError(f"n_pairs={self.n_pairs} distinct keys do not fit in {self.vocab // 2} key tokens")
+        if self.queries is not None and self.queries > self.n_pairs:
+            raise ValueError(f"queries={self.queries} is more than the {self.n_pairs} keys in context")
+        return self
+
+    @property
+    def n_queried(self) -> int:
+        return self.n_pairs if self.queries is None else self.queries
+
+    @property
+    def seq_len(self) -> int:
+        """Input tokens per sequence T = 2N + 2Q - 1."""
+        return 2 * self.n_pairs + 2 * self.n_queried - 1
+
+    @property
+    def n_context(self) -> int:
+        return self.seq_len
+
+    @property
+    def n_queries(self) -> int:
+        return self.seq_len
+
+    @property
+    def chance(self) -> float:
+        return 2 / self.vocab
+
+    def evaluation_task(self) -> "AssociativeRecall":
+        return self
+
+    def loss(self, pred: Tensor, target: Tensor) -> Tensor:
+        return masked_next_token_loss(pred, target)
+
+    def sample(self, batch: int, generator: torch.Generator | None = None,
+               device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> Episodes:
+        g_dev = draw_device(batch, generator)
+        half, n, q = self.vocab // 2, self.n_pairs, self.n_queried
+        keys = torch.rand((batch, half), generator=generator, device=g_dev).argsort(-1)[:, :n]
+        values = torch.randint(half, self.vocab, (batch, n), generator=generator, device=g_dev)
+        asked = torch.rand((batch, n), generator=generator, device=g_dev).argsort(-1)[:, :q]
+        pairs = torch.stack([keys, values], -1).reshape(batch, 2 * n)
+        probes = torch.stack([keys.gather(1, asked), values.gather(1, asked)], -1).reshape(batch, 2 * q)
+        seq = torch.cat([pairs, probes], 1)  # (B, 2N + 2Q)
+        x, y = seq[:, :-1].clone(), seq[:, 1:].clone()
+        scored = torch.zeros_like(y, dtype=torch.bool)
+        scored[:, 2 * n::2] = True  # the inputs that are query keys: their next token is the value
+        y = torch.where(scored, y, torch.full_like(y, IGNORE))
+        x, y = x.to(dtype)[..., None], y.to(dtype)[..., None]
+        return moved(Episodes(context_x=x, context_y=y, query_x=x, query_y=y), device, g_dev)

@@ -1,0 +1,69 @@
+"""Multi-query associative recall (`icgd.tasks.recall`): its sequences, its scored positions, its loss and
+accuracy, and that the causal LM trains on it."""
+
+import math
+
+import pytest
+import torch
+
+from icgd.core.episodes import make_generator
+from icgd.tasks import AssociativeRecall
+from icgd.tasks.recall import masked_next_token_loss, recall_accuracy
+
+
+def test_sequences_hold_pairs_then_queried_keys_with_their_values():
+    task = AssociativeRecall(vocab=20, n_pairs=5, queries=3)
+    ep = task.sample(64, make_generator(0))
+    assert ep.query_x.shape == (64, task.seq_len, 1) == (64, 15, 1)
+    x, y = ep.query_x[..., 0].long(), ep.query_y[..., 0].long()
+    for b in range(64):
+        keys, values = x[b, 0:10:2], x[b, 1:10:2]
+        assert len(set(keys.tolist())) == 5 and keys.max() < 10 and values.min() >= 10  # distinct keys, halves
+        table = dict(zip(keys.tolist(), values.tolist()))
+        scored = (y[b] >= 0).nonzero()[:, 0].tolist()
+        assert scored == [10, 12, 14]  # the query keys' positions, and only them
+        for i in scored:
+            assert y[b, i] == table[int(x[b, i])]  # a query key's target is its value in context
+            if i + 1 < task.seq_len:
+                assert x[b, i + 1] == y[b, i]  # the value follows as the next input
+    # fresh pairs per sequence: the same key maps to other values in other sequences
+    assert len({(int(x[b, 0]), int(x[b, 1])) for b in range(64)}) > 40
+    assert task.chance == pytest.approx(0.1)
+
+
+def test_loss_and_accuracy_read_the_scored_positions_only():
+    task = AssociativeRecall(vocab=8, n_pairs=2)
+    ep = task.sample(4, make_generator(1))
+    y = ep.query_y
+    perfect = torch.full((4, task.seq_len, 8), -30.0)
+    perfect.scatter_(-1, y.long().clamp(min=0), 30.0)
+    perfect[y[..., 0] < 0] = torch.randn(8)  # anything at unscored positions
+    assert torch.equal(recall_accuracy(perfect, y), torch.ones(4))
+    assert float(masked_next_token_loss(perfect, y).max()) < 1e-12
+    uniform = torch.zeros(4, task.seq_len, 8)
+    torch.testing.assert_close(masked_next_token_loss(uniform, y), torch.full((4,), math.log(8)))
+
+
+def test_bad_recall_settings():
+    with pytest.raises(ValueError, match="even"):
+        AssociativeRecall(vocab=9)
+    with pytest.raises(ValueError, match="do not fit"):
+        AssociativeRecall(vocab=8, n_pairs=5)
+    with pytest.raises(ValueError, match="more than"):
+        AssociativeRecall(n_pairs=3, queries=4)
+
+
+def test_the_causal_lm_trains_on_recall(tmp_path):
+    from icgd.train.config import build_config
+    from icgd.train.engine import train
+
+    cfg = build_config({"name": "r", "task": {"kind": "recall", "vocab": 16, "n_pairs": 3},
+                        "model": {"kind": "causal_lm", "d_model": 16, "n_layers": 1, "n_heads": 2},
+                        "steps": 30, "batch_size": 16, "seeds": [0], "optim": {"lr": 3e-3},
+                        "eval": {"every": 15, "n_tasks": 32, "n_tune": 32, "reference": "unigram",
+                                 "alignment_tasks": 0}})
+    res = train(cfg, tmp_path / "run")
+    rows = res.metrics_frame()
+    # the loss starts near log(16) and the unigram reference (values in the second half) is log(8)-ish
+    assert rows.eval_loss.iloc[-1] < rows.eval_loss.iloc[0] < math.log(16) + 0.5
+    assert res.summary["reference"]["loss"] == pytest.approx(math.log(8), abs=0.2)
