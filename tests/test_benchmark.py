@@ -102,3 +102,16 @@ def test_side_by_side_benchmark_prints_its_json():
     (row,) = out["rows"]
     assert row["model"] == "depth-2" and out["workers"] == 2
     assert row["single_seed_steps_per_s"] > 0 and row["side_by_side_seed_steps_per_s"] > 0 and row["speedup"] > 0
+
+
+def test_momentum_speed_benchmark_prints_its_json():
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "momentum_speed.py"), "--lengths", "16,96",
+                        "--batch", "2", "--reps", "1", "--json"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert [row["length"] for row in rows] == [16, 96]
+    for row in rows:
+        assert row["vanilla_us_per_token"] > 0 and row["momentum_us_per_token"] > 0
+        # momentum keeps the values' scan for the backward: never less than vanilla
+        assert row["momentum_saved_mb"] >= row["vanilla_saved_mb"] > 0
+    assert rows[1]["vanilla_saved_mb"] > rows[0]["vanilla_saved_mb"]  # longer sequences keep more

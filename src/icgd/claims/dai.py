@@ -147,5 +147,6 @@ def momentum() -> list[Claim]:
               "data set (pooled over seeds)", "Table 7", MOM, lambda r: r[MOM][X.ICL_WORST_DIFFERENCE_UPPER95], ">",
               0.0, "the source reports 'consistently higher accuracy'; at this size both models are expected near "
               "chance, so the claim checked is the weaker 'momentum does not hurt ICL': not significantly "
-              "worse on any data set"),
+              "worse on any data set. The source's own claim is momentum-improves-recall, on a task where these "
+              "models do learn in context"),
     ]
