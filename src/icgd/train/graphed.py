@@ -116,6 +116,9 @@ class GraphStep:
         self.losses = torch.zeros(len(config.seeds), dtype=self.dtype, device=device)
         self.bad = torch.zeros((), dtype=torch.bool, device=device)
         self.graph = None
+        # the eager steps before the capture run on the stream the capture uses, as PyTorch's CUDA-graph notes
+        # ask (libraries set up their per-stream state there, outside the capture)
+        self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
 
     def batch(self) -> tuple[Tensor, ...]:
         """A fresh batch drawn on the device: (B, ...) shared by the seeds or (S, B, ...), one set of tasks
@@ -140,17 +143,22 @@ class GraphStep:
     def run(self) -> Tensor:
         if self.graph is not None:
             self.graph.replay()
+        elif self.side is not None:
+            self.side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(self.side):
+                self.compute(self.batch())
+            torch.cuda.current_stream(self.device).wait_stream(self.side)
         else:
             self.compute(self.batch())
         self.opt.t += 1
         return self.losses
 
     def capture(self) -> None:
-        """Record the step (drawing its batch included) as a CUDA graph. Call after a few eager steps (they warm
-        up the allocator and the libraries' handles, on a side stream as PyTorch's CUDA-graph notes ask)."""
+        """Record the step (drawing its batch included) as a CUDA graph on the side stream. Call after a few eager
+        steps (`run` before a capture: they warm up the allocator and the libraries' handles on that stream)."""
         graph = torch.cuda.CUDAGraph()
         graph.register_generator_state(self.generator)
-        side = torch.cuda.Stream(self.device)
+        side = self.side
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
             with torch.cuda.graph(graph, stream=side):
