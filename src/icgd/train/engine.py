@@ -111,7 +111,7 @@ class Stepper:
         """(per-seed losses (S,), whether the update was applied) for optimisation step number i."""
         gs = self.graph_step
         if gs is not None:
-            if gs.graph is None and gs.opt.t >= self.GRAPH_WARMUP:
+            if gs.graph is None and gs.eager_steps >= self.GRAPH_WARMUP:
                 gs.capture()
             return gs.run().clone(), True
         losses = self.backend.loss_fn(self.params, *self.stream.next())

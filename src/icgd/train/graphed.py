@@ -116,6 +116,7 @@ class GraphStep:
         self.losses = torch.zeros(len(config.seeds), dtype=self.dtype, device=device)
         self.bad = torch.zeros((), dtype=torch.bool, device=device)
         self.graph = None
+        self.eager_steps = 0  # steps run eagerly since construction (a resumed run warms up again)
         # the eager steps before the capture run on the stream the capture uses, as PyTorch's CUDA-graph notes
         # ask (libraries set up their per-stream state there, outside the capture)
         self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
@@ -150,6 +151,8 @@ class GraphStep:
             torch.cuda.current_stream(self.device).wait_stream(self.side)
         else:
             self.compute(self.batch())
+        if self.graph is None:
+            self.eager_steps += 1
         self.opt.t += 1
         return self.losses
 
