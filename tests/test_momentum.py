@@ -99,21 +99,28 @@ def test_momentum_suite_measures_every_claim(text_task, tmp_path):
 
     res = verify("momentum", tmp_path, smoke=True)
     assert [c["id"] for c in res["claims"]] == ["momentum-lowers-perplexity", "premise-recall",
-                                                 "momentum-improves-recall", "momentum-keeps-icl"]
+                                                 "momentum-improves-recall", "premise-regression",
+                                                 "momentum-improves-regression", "momentum-keeps-icl"]
     by_id = {c["id"]: c for c in res["claims"]}
     for c in res["claims"]:
         assert isinstance(c["measured"], float)
-    for cid in ("momentum-lowers-perplexity", "momentum-keeps-icl", "premise-recall"):
+    for cid in ("momentum-lowers-perplexity", "momentum-keeps-icl", "premise-recall", "premise-regression"):
         assert "note" not in by_id[cid]
-    # smoke models (6 steps) do not recall: the premise fails and says so, and the comparison is left out
+    # smoke models (6 steps) do not learn in context: each premise fails and says so, the comparison is left out
     premise = by_id["premise-recall"]
     assert premise["verdict"] == "FAIL" and premise["measured"] < 5 and len(premise["interval"]) == 2
     assert "premise" in by_id["momentum-improves-recall"]["note"]
-    assert set(premise["values"]) == {"N=2 vanilla", "N=2 momentum", "chance"}
+    assert set(premise["values"]) == {"N=2 vanilla", "N=2 momentum", "N=2 chance"}
+    premise = by_id["premise-regression"]
+    assert premise["verdict"] in ("FAIL", "inconclusive")  # 32 held-out tasks: the interval may straddle 0.8
+    assert "premise" in by_id["momentum-improves-regression"]["note"]
+    assert set(premise["values"]) == {"N=4 vanilla", "N=4 momentum", "N=4 gd"}
     run = tmp_path / "dai-momentum"
     assert (run / "perplexity.csv").is_file() and (run / "icl.csv").is_file() and (run / "momentum.png").is_file()
     rec = tmp_path / "momentum-recall"
     assert (rec / "recall.csv").is_file() and (rec / "recall.png").is_file()
+    reg = tmp_path / "momentum-regression"
+    assert (reg / "regression.csv").is_file() and (reg / "regression.png").is_file()
 
 
 def test_recall_claims_pass_fail_and_stay_inconclusive_on_the_right_learners():
@@ -153,3 +160,41 @@ def test_recall_claims_pass_fail_and_stay_inconclusive_on_the_right_learners():
     assert better["momentum-improves-recall"]["interval"][0] > 0
     mixed = check([0.4, 0.4, 0.4], [0.3, 0.45, 0.5])
     assert mixed["momentum-improves-recall"]["verdict"] == "inconclusive"
+
+
+def test_regression_claims_on_made_up_relative_losses():
+    """momentum-regression's bars: a vanilla model no better than the zero predictor fails the premise; a
+    momentum model with lower loss on every seed passes the comparison, one with higher loss fails it."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from icgd.claims import runner  # noqa: F401  (registers the suites)
+    from icgd.claims.base import SUITES
+    from icgd.experiments.dai import regression
+    from icgd.experiments.dai.paired import summarize
+    from icgd.experiments.registry import ExperimentContext
+
+    claims = {c.id: c for c in SUITES["momentum"]() if c.experiment == "momentum-regression"}
+    rng = np.random.default_rng(1)
+
+    def check(van, mom):
+        ctx = ExperimentContext(Path("unused"), Path("unused"), "quick", [0, 1, 2], "cpu", True, {}, create=False)
+        scores = {}
+        for n in regression.CONTEXTS["quick"]:
+            scores[(n, "vanilla")] = van * rng.exponential(1.0, (3, 500))  # per-task losses around the mean
+            scores[(n, "momentum")] = mom * rng.exponential(1.0, (3, 500))
+            ctx.result(f"regression{n}.gd", 0.5)
+        summarize(ctx, "regression", scores, 500, 0, lambda n, a: a, regression.PREMISE_BAR, above=False,
+                  better=-1.0)
+        return {cid: c.check({"momentum-regression": ctx.results}) for cid, c in claims.items()}
+
+    ignores_context = check(1.0, 0.4)
+    assert ignores_context["premise-regression"]["verdict"] == "FAIL"
+    assert "premise" in ignores_context["momentum-improves-regression"]["note"]
+    better = check(0.5, 0.3)
+    assert better["premise-regression"]["verdict"] == "PASS"
+    assert better["momentum-improves-regression"]["verdict"] == "PASS"
+    worse = check(0.5, 0.7)
+    assert worse["momentum-improves-regression"]["verdict"] == "FAIL"
+    assert worse["momentum-improves-regression"]["interval"][1] < 0

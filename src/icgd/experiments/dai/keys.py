@@ -24,13 +24,20 @@ BOOTSTRAP = "bootstrap"
 PPL_WORST_RATIO = "ppl.worst_seed_ratio"
 PPL_WORST_RATIO_AT = "ppl{n}.worst_seed_ratio"
 ICL_WORST_DIFFERENCE_UPPER95 = "icl.worst_difference_upper95"
-#: momentum-recall: per number of pairs N ("recall{n}.{key}": vanilla, momentum, their per-seed lists, chance,
-#: vanilla_low (the premise's lower 95% end), difference, difference_interval); the settings run and those where
-#: the premise holds; the premise measure (worst setting's vanilla accuracy / chance); the comparison (momentum
-#: minus vanilla accuracy, mean over the kept settings); bootstrap replicates of the last two
+#: momentum-recall and momentum-regression (`paired.summarize`): per setting n ("recall{n}.{key}",
+#: "regression{n}.{key}": vanilla, momentum, their per-seed lists, difference (momentum better: above 0),
+#: difference_interval, premise, premise_interval; recall adds chance, regression the GD reference); the
+#: settings run and those where the premise holds; the premise's worst setting; the comparison (mean over the
+#: kept settings); bootstrap replicates of the last two
 RECALL_SETTING = "recall{n}.{key}"
 RECALL_SETTINGS = "recall.settings"
 RECALL_KEPT = "recall.kept"
-RECALL_PREMISE = "recall.premise_over_chance"
+RECALL_PREMISE = "recall.premise"
 RECALL_DIFFERENCE = "recall.difference"
 RECALL_BOOTSTRAP = "recall.bootstrap"
+REGRESSION_SETTING = "regression{n}.{key}"
+REGRESSION_SETTINGS = "regression.settings"
+REGRESSION_KEPT = "regression.kept"
+REGRESSION_PREMISE = "regression.premise"
+REGRESSION_DIFFERENCE = "regression.difference"
+REGRESSION_BOOTSTRAP = "regression.bootstrap"

@@ -23,15 +23,9 @@ import numpy as np
 
 from icgd.experiments.common import Size, size
 from icgd.experiments.dai.icl_vs_ft import SOURCE
-from icgd.experiments.dai.keys import (
-    RECALL_BOOTSTRAP,
-    RECALL_DIFFERENCE,
-    RECALL_KEPT,
-    RECALL_PREMISE,
-    RECALL_SETTING,
-    RECALL_SETTINGS,
-)
+from icgd.experiments.dai.keys import RECALL_SETTING
 from icgd.experiments.dai.momentum import MOMENTUM_BETA
+from icgd.experiments.dai.paired import summarize
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.results.figures import label_axes, subplots
 
@@ -116,55 +110,22 @@ def recall(ctx: ExperimentContext) -> None:
 
 
 def _results(ctx: ExperimentContext, acc: dict[tuple[int, str], np.ndarray], chance: dict[int, float]) -> None:
-    """Point values, the premise per setting, and bootstrap replicates of the claims' measures: each replicate
-    draws the seeds and the held-out sequences with replacement, the same draw for both models."""
-    settings = PAIRS[ctx.mode]
-    rng = np.random.default_rng(TEST_SEED)
-    n_boot = size(ctx, BOOT)
-    boot_van = {n: np.empty(n_boot) for n in settings}
-    boot_diff = {n: np.empty(n_boot) for n in settings}
-    for n in settings:
-        van, mom = acc[(n, "vanilla")], acc[(n, "momentum")]
-        s_n, q_n = van.shape
-        for b in range(n_boot):
-            sd, qi = rng.integers(s_n, size=s_n), rng.integers(q_n, size=q_n)
-            v, m = van[sd][:, qi].mean(), mom[sd][:, qi].mean()
-            boot_van[n][b], boot_diff[n][b] = v, m - v
-    kept = []
-    for n in settings:
-        van, mom = acc[(n, "vanilla")], acc[(n, "momentum")]
-        low = float(np.percentile(boot_van[n], 2.5))
+    """Point values, the premise per setting (vanilla's accuracy over chance) and the comparison, with
+    bootstrap replicates over seeds and held-out sequences (`paired.summarize`)."""
+    kept = summarize(ctx, "recall", acc, size(ctx, BOOT), TEST_SEED, lambda n, a: a / chance[n], PREMISE_FACTOR,
+                     above=True, better=1.0)
+    r = ctx.results
+    for n in PAIRS[ctx.mode]:
         key = RECALL_SETTING.format(n=n, key="{}")
-        ctx.result(key.format("vanilla"), float(van.mean()))
-        ctx.result(key.format("momentum"), float(mom.mean()))
-        ctx.result(key.format("vanilla_seeds"), van.mean(1).tolist())
-        ctx.result(key.format("momentum_seeds"), mom.mean(1).tolist())
         ctx.result(key.format("chance"), chance[n])
-        ctx.result(key.format("vanilla_low"), low)
-        ctx.result(key.format("difference"), float(mom.mean() - van.mean()))
-        ctx.result(key.format("difference_interval"), np.percentile(boot_diff[n], [2.5, 97.5]).tolist())
-        if low >= PREMISE_FACTOR * chance[n]:
-            kept.append(n)
-        else:
-            ctx.note(f"N = {n}: left out of the comparison: the vanilla model's accuracy {van.mean():.3f} "
-                     f"(95% lower end {low:.3f}) is under {PREMISE_FACTOR:g} x chance ({chance[n]:.3f})")
-    ctx.result(RECALL_SETTINGS, list(settings))
-    ctx.result(RECALL_KEPT, kept)
-    # the premise: the worst setting's vanilla accuracy over chance; the comparison: the mean over kept settings
-    ctx.result(RECALL_PREMISE, min(float(acc[(n, "vanilla")].mean()) / chance[n] for n in settings))
-    boot = {RECALL_PREMISE: np.min([boot_van[n] / chance[n] for n in settings], axis=0)}
-    if kept:
-        ctx.result(RECALL_DIFFERENCE, float(np.mean([acc[(n, "momentum")].mean() - acc[(n, "vanilla")].mean()
-                                                     for n in kept])))
-        boot[RECALL_DIFFERENCE] = np.mean([boot_diff[n] for n in kept], axis=0)
-    ctx.result(RECALL_BOOTSTRAP, {k: [round(float(x), 6) for x in v] for k, v in boot.items()})
-    for n in settings:
-        r = ctx.results
-        key = RECALL_SETTING.format(n=n, key="{}")
         lo, hi = r[key.format("difference_interval")]
+        p_lo = r[key.format("premise_interval")][0]
+        if n not in kept:
+            ctx.note(f"N = {n}: left out of the comparison: the vanilla model's accuracy {r[key.format('vanilla')]:.3f} "
+                     f"is not above {PREMISE_FACTOR:g} x chance ({chance[n]:.3f}) with 95% confidence")
         ctx.report(f"N = {n} pairs: the premise, vanilla recalls far above chance",
-                   f"vanilla {r[key.format('vanilla')]:.3f} (95% lower end {r[key.format('vanilla_low')]:.3f}), "
-                   f"chance {chance[n]:.3f}: " + ("holds" if n in kept else "**does not hold: left out**"))
+                   f"vanilla {r[key.format('vanilla')]:.3f} = {r[key.format('premise')]:.1f} x chance {chance[n]:.3f} "
+                   f"(95% lower end {p_lo:.1f} x): " + ("holds" if n in kept else "**does not hold: left out**"))
         ctx.report(f"N = {n} pairs: momentum attention recalls better (Table 7's claim)",
                    f"momentum {r[key.format('momentum')]:.3f}, vanilla {r[key.format('vanilla')]:.3f}: difference "
                    f"{r[key.format('difference')]:+.3f}, 95% interval [{lo:+.3f}, {hi:+.3f}]")
