@@ -33,7 +33,7 @@ DX = 10
 #: quick: 2000 steps left one of 3 vanilla seeds on its plateau (0.94 of the zero predictor at N = 10) in the
 #: first run, so no N passed the premise; 5000 steps cost about 6 minutes
 STEPS = Size(quick=5000, full=20_000, smoke=6)
-BATCH = Size(quick=256, full=1024, smoke=8)
+BATCH = Size(quick=256, full=256, smoke=8)
 TEST = Size(quick=2048, full=8192, smoke=32)
 TUNE = Size(quick=4096, full=10_000, smoke=64)
 TEST_SEED = 20_261_127
@@ -70,7 +70,7 @@ def _models(ctx: ExperimentContext) -> dict[str, Any]:
 @register("momentum-regression", "vanilla vs momentum attention on in-context linear regression (2-layer causal "
           "softmax stacks, Dx = 10, several N): the premise (vanilla well below the zero predictor), then "
           "momentum against vanilla relative loss with a bootstrap interval, beside one tuned GD step",
-          SOURCE, quick_minutes=8, full_minutes=90, models=_models, deviations=(
+          SOURCE, quick_minutes=7, full_minutes=100, models=_models, deviations=(
               "a synthetic task instead of the source's classification data sets (Table 7). Reason: the "
               "question is whether momentum helps where the model learns in context; here it does, and GD at "
               "the same N says how well.",
