@@ -136,7 +136,8 @@ def associative_cheaper(t_len: int, n_keys: int, dk: int, dv: int) -> bool:
     """Whether a bilinear kernel's update is cheaper as (V^T K) Q, (n_keys + T) dk dv multiplications per head
     and task, than as (Q K^T) V, T n_keys (dk + dv). The first wins for narrow heads over long contexts, the
     second for wide heads over few tokens: the sine study's 40-wide embedding over 11 tokens is 4x fewer
-    multiplications directly (its step 283 -> 220 ms, 5 seeds, batch 2048, 2 cores; benchmarks/mlp_speed.py)."""
+    multiplications directly (its training step 277 -> 231 ms, 5 seeds, batch 2048, 2 cores, min of 3 x 3
+    steps; benchmarks/mlp_speed.py times it)."""
     return (n_keys + t_len) * dk * dv < t_len * n_keys * (dk + dv)
 
 
