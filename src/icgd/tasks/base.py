@@ -45,3 +45,16 @@ class SquaredErrorObjective:
     def loss(self, pred: Tensor, target: Tensor) -> Tensor:
         """Per-task loss (B,) of predictions and targets (B, Q, Dy): the task's objective."""
         return MEASURES[self.objective](pred, target)
+
+
+class NextTokenObjective:
+    """Mixin for token tasks (ids in `query_x`, next-token targets in `query_y`, float ids (B, T, 1)): scored
+    by cross-entropy against the unigram reference; the sensitivity metrics (d prediction / d input) mean
+    nothing for token ids."""
+
+    objective: ClassVar[str] = "next_token"
+    metrics: ClassVar[tuple[str, ...]] = ()
+    reference_kinds: ClassVar[tuple[str, ...]] = ("unigram",)
+    aligns: ClassVar[bool] = False
+    dx: ClassVar[int] = 1
+    dy: ClassVar[int] = 1

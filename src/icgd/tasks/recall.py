@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor
 
 from icgd.core.episodes import Episodes
-from icgd.tasks.base import draw_device, moved
+from icgd.tasks.base import NextTokenObjective, draw_device, moved
 
 #: the target of an unscored position
 IGNORE = -1
@@ -47,7 +47,7 @@ def recall_accuracy(logits: Tensor, target: Tensor) -> Tensor:
     return hit.sum(-1) / scored.sum(-1).clamp(min=1)
 
 
-class AssociativeRecall(BaseModel):
+class AssociativeRecall(NextTokenObjective, BaseModel):
     """Key-value pairs in context, queried later (see the module doc)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -57,15 +57,8 @@ class AssociativeRecall(BaseModel):
     n_pairs: int = Field(8, ge=1, description="key-value pairs in context N")
     queries: int | None = Field(None, ge=1, description="keys queried Q (default every key once)")
 
-    objective: ClassVar[str] = "next_token"
-    metrics: ClassVar[tuple[str, ...]] = ()
-    reference_kinds: ClassVar[tuple[str, ...]] = ("unigram",)
-    #: the sensitivity metrics (d prediction / d input) mean nothing for token ids
-    aligns: ClassVar[bool] = False
     #: every draw on the generator's device, nothing read back (`icgd.train.graphed`)
     sync_free_sampling: ClassVar[bool] = True
-    dx: ClassVar[int] = 1
-    dy: ClassVar[int] = 1
 
     @model_validator(mode="after")
     def _fits(self) -> "AssociativeRecall":

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
 from icgd.core.episodes import Episodes
-from icgd.tasks.base import draw_device, moved
+from icgd.tasks.base import NextTokenObjective, draw_device, moved
 
 VOCAB = 256
 CorpusName = Literal["bbc-news", "tweets"]
@@ -51,7 +51,7 @@ def next_token_loss(logits: Tensor, target: Tensor) -> Tensor:
     return ce.reshape(b, t).mean(-1)
 
 
-class TextLM(BaseModel):
+class TextLM(NextTokenObjective, BaseModel):
     """Windows of bytes of real text for next-token prediction (see the module doc)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -61,14 +61,7 @@ class TextLM(BaseModel):
     seq_len: int = Field(128, ge=2, description="tokens (bytes) per training window T")
     split: Literal["train", "validation", "test"] = "train"
 
-    objective: ClassVar[str] = "next_token"
-    metrics: ClassVar[tuple[str, ...]] = ()
-    reference_kinds: ClassVar[tuple[str, ...]] = ("unigram",)
-    #: the sensitivity metrics (d prediction / d input) mean nothing for token ids
-    aligns: ClassVar[bool] = False
     vocab: ClassVar[int] = VOCAB
-    dx: ClassVar[int] = 1
-    dy: ClassVar[int] = 1
 
     @property
     def n_context(self) -> int:

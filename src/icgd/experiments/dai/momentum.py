@@ -20,6 +20,8 @@ from icgd.results.figures import band, label_axes, subplots
 #: text); 0.5 gives the EMA of the past values a total weight beta / (1 - beta) = 1, the weight of the
 #: attention's own (normalised) average, so neither term dominates at initialisation
 MOMENTUM_BETA = 0.5
+#: the deviation every momentum study lists for it
+BETA_DEVIATION = "beta = 0.5, fixed: the source's value is not in our text of it (dai-momentum's note)."
 #: model width, layers, heads (the source: two 350M GPTs; these train on 2 CPU cores in minutes)
 LM_SHAPE = {"smoke": (16, 1, 1), "quick": (64, 2, 2), "full": (64, 2, 2)}
 #: training length T in bytes: long enough for a few short demonstrations

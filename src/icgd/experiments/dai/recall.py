@@ -24,7 +24,7 @@ import numpy as np
 from icgd.experiments.common import Size, size
 from icgd.experiments.dai.icl_vs_ft import SOURCE
 from icgd.experiments.dai.keys import RECALL_SETTING
-from icgd.experiments.dai.momentum import MOMENTUM_BETA
+from icgd.experiments.dai.momentum import BETA_DEVIATION, MOMENTUM_BETA
 from icgd.experiments.dai.paired import summarize
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.results.figures import label_axes, subplots
@@ -78,7 +78,7 @@ def _models(ctx: ExperimentContext) -> dict[str, Any]:
               "size that trains on 2 CPU cores the byte-level LMs do not learn those in context (dai-momentum), "
               "so a comparison there means nothing; associative recall is the standard probe where small "
               "attention models do.",
-              "beta = 0.5, fixed: the source's value is not in our text of it (dai-momentum's note).",))
+              BETA_DEVIATION))
 def recall(ctx: ExperimentContext) -> None:
     import torch
 

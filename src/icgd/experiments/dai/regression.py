@@ -22,7 +22,7 @@ import numpy as np
 from icgd.experiments.common import Size, size
 from icgd.experiments.dai.icl_vs_ft import SOURCE
 from icgd.experiments.dai.keys import REGRESSION_SETTING
-from icgd.experiments.dai.momentum import MOMENTUM_BETA
+from icgd.experiments.dai.momentum import BETA_DEVIATION, MOMENTUM_BETA
 from icgd.experiments.dai.paired import summarize
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.results.figures import label_axes, subplots
@@ -74,7 +74,7 @@ def _models(ctx: ExperimentContext) -> dict[str, Any]:
               "a synthetic task instead of the source's classification data sets (Table 7). Reason: the "
               "question is whether momentum helps where the model learns in context; here it does, and GD at "
               "the same N says how well.",
-              "beta = 0.5, fixed: the source's value is not in our text of it (dai-momentum's note).",))
+              BETA_DEVIATION))
 def regression(ctx: ExperimentContext) -> None:
     import torch
 
