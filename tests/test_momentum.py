@@ -1,4 +1,4 @@
-"""Source 003, sec. 4: byte-level text windows, the small causal LM (vanilla and momentum attention) trained by
+"""Source 003, sec. 4: text windows, the small causal LM (vanilla and momentum attention) trained by
 the engine, its in-context scoring, and the `momentum` suite in smoke mode."""
 
 import math
@@ -98,15 +98,19 @@ def test_momentum_suite_measures_every_claim(text_task, tmp_path):
     from icgd.claims.runner import verify
 
     res = verify("momentum", tmp_path, smoke=True)
-    assert [c["id"] for c in res["claims"]] == ["momentum-lowers-perplexity", "premise-recall",
-                                                 "momentum-improves-recall", "premise-regression",
-                                                 "momentum-improves-regression", "momentum-keeps-icl"]
+    assert [c["id"] for c in res["claims"]] == [
+        "momentum-lowers-perplexity", "premise-lm-icl", "momentum-improves-lm-icl", "premise-recall",
+        "momentum-improves-recall", "premise-regression", "momentum-improves-regression", "premise-fewshot",
+        "momentum-improves-fewshot", "momentum-keeps-icl"]
     by_id = {c["id"]: c for c in res["claims"]}
     for c in res["claims"]:
         assert isinstance(c["measured"], float)
-    for cid in ("momentum-lowers-perplexity", "momentum-keeps-icl", "premise-recall", "premise-regression"):
+    for cid in ("momentum-lowers-perplexity", "momentum-keeps-icl", "premise-lm-icl", "premise-recall",
+                "premise-regression", "premise-fewshot"):
         assert "note" not in by_id[cid]
-    # smoke models (6 steps) do not learn in context: each premise fails and says so, the comparison is left out
+    assert len(by_id["momentum-lowers-perplexity"]["interval"]) == 2
+    # smoke models (a few steps) do not learn in context: each premise fails and says so, the comparison is
+    # left out
     premise = by_id["premise-recall"]
     assert premise["verdict"] == "FAIL" and premise["measured"] < 5 and len(premise["interval"]) == 2
     assert "premise" in by_id["momentum-improves-recall"]["note"]
@@ -115,12 +119,61 @@ def test_momentum_suite_measures_every_claim(text_task, tmp_path):
     assert premise["verdict"] in ("FAIL", "inconclusive")  # 32 held-out tasks: the interval may straddle 0.8
     assert "premise" in by_id["momentum-improves-regression"]["note"]
     assert set(premise["values"]) == {"N=4 vanilla", "N=4 momentum", "N=4 gd"}
+    assert by_id["premise-fewshot"]["verdict"] in ("FAIL", "inconclusive")
+    assert "premise" in by_id["momentum-improves-fewshot"]["note"]
+    assert by_id["premise-lm-icl"]["verdict"] in ("FAIL", "inconclusive")
+    assert "premise" in by_id["momentum-improves-lm-icl"]["note"]
     run = tmp_path / "dai-momentum"
     assert (run / "perplexity.csv").is_file() and (run / "icl.csv").is_file() and (run / "momentum.png").is_file()
-    rec = tmp_path / "momentum-recall"
-    assert (rec / "recall.csv").is_file() and (rec / "recall.png").is_file()
-    reg = tmp_path / "momentum-regression"
-    assert (reg / "regression.csv").is_file() and (reg / "regression.png").is_file()
+    for exp, name in (("momentum-recall", "recall"), ("momentum-regression", "regression"),
+                      ("momentum-fewshot", "fewshot")):
+        assert (tmp_path / exp / f"{name}.csv").is_file() and (tmp_path / exp / f"{name}.png").is_file()
+
+
+def test_lm_claims_read_the_premise_then_compare_on_made_up_scores():
+    """dai-momentum's bars on made-up per-window losses and per-query correctness: momentum with lower loss at
+    every length passes the perplexity claim, higher fails it; a vanilla LM whose ICL is no better than its
+    zero-shot fails the premise and nothing is compared; where the premise holds, momentum clearly better
+    passes."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from icgd.claims import runner  # noqa: F401  (registers the suites)
+    from icgd.claims.base import SUITES
+    from icgd.experiments.dai import momentum
+    from icgd.experiments.registry import ExperimentContext
+
+    claims = {c.id: c for c in SUITES["momentum"]() if c.experiment == "dai-momentum"}
+    rng = np.random.default_rng(3)
+
+    def check(loss_v, loss_m, zsl_v, icl_v, icl_m):
+        ctx = ExperimentContext(Path("unused"), Path("unused"), "quick", [0, 1, 2], "cpu", True, {}, create=False)
+        losses = {}
+        for n in (32, 64, 128):
+            base = rng.normal(0.0, 0.3, (3, 256))  # window difficulty, shared by both models (paired)
+            losses[(n, "vanilla")] = loss_v + base + rng.normal(0, 0.02, (3, 256))
+            losses[(n, "momentum")] = loss_m + base + rng.normal(0, 0.02, (3, 256))
+        momentum._perplexity_results(ctx, losses, (32, 64, 128))
+        correct = {}
+        for d in ("bbc-news", "tweets"):
+            for setting, name, p in (("zsl", "vanilla", zsl_v), ("icl", "vanilla", icl_v), ("zsl", "momentum", zsl_v),
+                                     ("icl", "momentum", icl_m)):
+                correct[(d, setting, name)] = (rng.random((3, 300)) < p).astype(float)
+        momentum._icl_results(ctx, correct, ["bbc-news", "tweets"])
+        return {cid: c.check({"dai-momentum": ctx.results}) for cid, c in claims.items() if cid != "momentum-keeps-icl"}
+
+    better = check(3.0, 2.9, 0.3, 0.6, 0.75)
+    assert better["momentum-lowers-perplexity"]["verdict"] == "PASS"
+    assert better["momentum-lowers-perplexity"]["measured"] == pytest.approx(math.exp(-0.1), abs=0.01)
+    assert better["premise-lm-icl"]["verdict"] == "PASS"
+    assert better["momentum-improves-lm-icl"]["verdict"] == "PASS"
+    worse = check(3.0, 3.1, 0.3, 0.6, 0.45)
+    assert worse["momentum-lowers-perplexity"]["verdict"] == "FAIL"
+    assert worse["momentum-improves-lm-icl"]["verdict"] == "FAIL"
+    no_icl = check(3.0, 2.9, 0.3, 0.3, 0.9)
+    assert no_icl["premise-lm-icl"]["verdict"] in ("FAIL", "inconclusive")
+    assert "premise" in no_icl["momentum-improves-lm-icl"]["note"]  # nothing compared, however good momentum is
 
 
 def test_recall_claims_pass_fail_and_stay_inconclusive_on_the_right_learners():

@@ -193,3 +193,32 @@ def test_a_killed_worker_is_retried_and_every_other_trial_completes(tmp_path):
     assert attempts[0]["error"]
     frame = pd.read_parquet(out / "sweep.parquet")
     assert set(frame["status"]) == {"completed"} and frame["trial"].nunique() == 3 and len(frame) == 3 * 2
+
+
+def test_a_sweep_over_momentum_beta_from_the_example_config(tmp_path):
+    """Issue 36's beta sweep from the command line: examples/momentum-recall.yaml, the beta swept, and a trial
+    that learns beta per head (its betas move from 0.5)."""
+    from pathlib import Path
+
+    import torch
+
+    example = Path(__file__).parent.parent / "examples" / "momentum-recall.yaml"
+    tiny = ["steps=8", "batch_size=8", "eval.every=4", "eval.n_tasks=16", "eval.n_tune=16", "model.d_model=16",
+            "task.n_pairs=4"]
+    plan = make_plan(str(example), ["model.attention.momentum=0.2,0.8", "model.attention.learn_momentum=false,true",
+                                    *tiny], seeds=[0])
+    assert [plan.config(t).model.attention.momentum for t in plan.trials] == [0.2, 0.2, 0.8, 0.8]
+    frame = sweep.run(plan, tmp_path / "sw", quiet=True)
+    assert set(frame["model.attention.momentum"]) == {0.2, 0.8} and frame["eval_loss"].notna().all()
+    from icgd.train.runs import load_run
+
+    runs = {p.parent.parent.name: load_run(p.parent) for p in (tmp_path / "sw" / "trials").glob("*/run/config.yaml")}
+    assert len(runs) == 4
+    for trial, res in runs.items():
+        layer = res.learner(0).stack.layers[0].attn
+        beta = torch.sigmoid(layer.momentum_logit).detach()
+        start = 0.2 if "momentum=0.2" in trial else 0.8
+        if "learn_momentum=true" in trial:
+            assert (beta - start).abs().max() > 1e-4  # learnt: moved
+        else:
+            torch.testing.assert_close(beta, torch.full_like(beta, start))  # fixed

@@ -122,7 +122,8 @@ def cmd_train(args: argparse.Namespace) -> int:
               f"({s['seed_steps_per_s']} seed-steps/s); {result.run_dir}")
         print(f"backend {s['backend']}: {s['backend_reason']}")
         ref = s["reference"]
-        print(f"reference {ref['learner']} ({ref['steps']} steps): loss {ref['loss']:.5g}")
+        steps = f" ({ref['steps']} steps)" if "steps" in ref else ""  # a unigram reference takes no steps
+        print(f"reference {ref['learner']}{steps}: loss {ref['loss']:.5g}")
         for r in s["seeds"]:
             gap = "" if r["relative_gap"] is None else f" ({100 * r['relative_gap']:+.2f}% vs reference)"
             cos = "" if r["sensitivity_cosine"] is None else f", sensitivity cosine {r['sensitivity_cosine']:.4f}"

@@ -51,9 +51,11 @@ class CausalLM(nn.Module):
 
     def __init__(self, vocab: int, config: StackConfig, dtype: torch.dtype = torch.float32,
                  device: torch.device | str | None = None, generator: torch.Generator | None = None,
-                 name: str = "causal_lm") -> None:
+                 name: str = "causal_lm", max_len: int | None = None) -> None:
         super().__init__()
         d = config.d_model
+        #: the longest sequence it reads (None: any); the experiments set the training length
+        self.max_len = max_len
         self.embed = nn.Parameter(torch.empty(vocab, d, dtype=dtype, device=device))
         nn.init.normal_(self.embed, std=d ** -0.5, generator=generator)
         self.stack = Stack(config, dtype=dtype, device=device, generator=generator)
@@ -65,6 +67,9 @@ class CausalLM(nn.Module):
         if ids.dim() != 2:
             raise ShapeError(f"CausalLM expects ids (B, T), got shape {tuple(ids.shape)}")
         t_len = ids.shape[1]
+        if self.max_len is not None and t_len > self.max_len:
+            raise ShapeError(f"a sequence of {t_len} tokens is longer than the model's limit of {self.max_len} "
+                             "(model.max_len)")
         x = self.embed[ids] + sinusoidal_positions(t_len, self.embed.shape[1], self.embed.dtype, ids.device)
         x = self.stack(x, t_len)
         return self.ln_f(x) @ self.embed.T
@@ -88,4 +93,4 @@ class CausalLM(nn.Module):
     def describe(self) -> dict[str, Any]:
         a = self.stack.config.attention
         return {"learner": self.name, "layers": self.stack.config.n_layers, "d_model": a.d_model,
-                "heads": a.n_heads, "momentum": a.momentum}
+                "heads": a.n_heads, "momentum": a.momentum, "max_len": self.max_len}

@@ -3,6 +3,7 @@
 
 `TASKS` is the registry a config's `task.kind` names (the first kind is the default)."""
 
+from icgd.tasks.bursty import BurstyFewShot
 from icgd.tasks.categorical import CategoricalQuadrants
 from icgd.tasks.fewshot import FewShotFeatures
 from icgd.tasks.linear import LinearRegression
@@ -12,7 +13,8 @@ from icgd.tasks.text import TextLM
 
 #: task kinds by the name a config gives as `task.kind`; the first is the default
 TASKS: dict[str, type] = {"linear": LinearRegression, "sine": SineRegression, "categorical": CategoricalQuadrants,
-                         "fewshot": FewShotFeatures, "text": TextLM, "recall": AssociativeRecall}
+                         "fewshot": FewShotFeatures, "text": TextLM, "recall": AssociativeRecall,
+                         "bursty": BurstyFewShot}
 
 
 def get_task(kind: str) -> type:
@@ -23,4 +25,4 @@ def get_task(kind: str) -> type:
         raise ValueError(f"unknown task kind {kind!r}; known: {', '.join(TASKS)}") from None
 
 
-__all__ = ["TASKS", "AssociativeRecall", "CategoricalQuadrants", "FewShotFeatures", "LinearRegression", "SineRegression", "TextLM", "get_task"]
+__all__ = ["TASKS", "AssociativeRecall", "BurstyFewShot", "CategoricalQuadrants", "FewShotFeatures", "LinearRegression", "SineRegression", "TextLM", "get_task"]

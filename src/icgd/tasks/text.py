@@ -1,47 +1,51 @@
-"""Byte-level language modelling on real text that ships in packages (source 003, sec. 4: the momentum
-study trains small causal LMs from scratch).
+"""Language modelling on real text that ships in packages, or on a user's text files (source 003, sec. 4:
+the momentum study trains small causal LMs from scratch).
 
 The text of a corpus is the training split of the LM study's task of that name (`icgd.data.text`: BBC News
 whole articles, tweets), so the held-out classification queries of the LM study are never trained on;
-`split="validation"` reads the validation split's texts. Documents are joined by a blank line and read
-as UTF-8 bytes (vocabulary 256).
+`split="validation"` reads the validation split's texts. A corpus may also be a UTF-8 text file, split as
+`icgd.data.corpus` says. Tokens are UTF-8 bytes (`tokenizer: bytes`, vocabulary 256; documents joined by a
+blank line) or the subword tokens of a packaged model's tokenizer cut to `vocab_size`
+(`tokenizer: smollm2`, `icgd.data.tokenizer`; documents joined by its end-of-text token).
 
-An episode is one window of `seq_len + 1` bytes starting at a random offset: its tokens x_1..x_T are the
+An episode is one window of `seq_len + 1` tokens starting at a random offset: its tokens x_1..x_T are the
 inputs and x_2..x_{T+1} the targets, stored as float ids (B, T, 1) in both the context and the query
 fields (every position is a query; the model reads the ids in `query_x`). The loss is the mean
-cross-entropy (nats) over the positions, so exp(loss) is the perplexity per byte.
+cross-entropy (nats) over the positions, so exp(loss) is the perplexity per token.
 
-Why bytes and not the packaged LM's tokenizer: its 49,152-token vocabulary would make the output layer
-about 30 times the compute of the 2-layer, 64-wide models that train here on 2 cores.
+Bytes are the default for the smallest models: SmolLM2's whole 49,152-token vocabulary would make the
+output layer about 30 times the compute of the 2-layer, 64-wide models that train here on 2 cores.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from torch import Tensor
 
 from icgd.core.episodes import Episodes
 from icgd.tasks.base import NextTokenObjective, draw_device, moved
 
 VOCAB = 256
-CorpusName = Literal["bbc-news", "tweets"]
 
 
 @lru_cache(maxsize=8)
-def corpus_bytes(names: tuple[str, ...], split: str) -> Tensor:
-    """The split's texts of the named corpora as one uint8 tensor (documents joined by a blank line)."""
-    from icgd.data.text import bbc_news, tweets
+def corpus_tokens(names: tuple[str, ...], split: str, tokenizer: str = "bytes", vocab_size: int = VOCAB) -> Tensor:
+    """The split's documents of the named corpora as one tensor of token ids (uint8 bytes, or int32
+    subword ids)."""
+    import numpy as np
 
-    loaders = {"bbc-news": bbc_news, "tweets": tweets}
-    parts: list[bytes] = []
-    for name in names:
-        task = loaders[name](max_words=None)
-        parts += [task.examples[int(i)][0].encode("utf-8") for i in task.split(split)]
-    return torch.frombuffer(bytearray(b"\n\n".join(parts)), dtype=torch.uint8).clone()
+    from icgd.data.corpus import corpus_documents
+
+    docs = [d for name in names for d in corpus_documents(name, split)]
+    if tokenizer == "bytes":
+        return torch.frombuffer(bytearray("\n\n".join(docs).encode("utf-8")), dtype=torch.uint8).clone()
+    from icgd.data.tokenizer import encode_documents
+
+    return torch.from_numpy(np.ascontiguousarray(encode_documents(tokenizer, vocab_size, docs)))
 
 
 def next_token_loss(logits: Tensor, target: Tensor) -> Tensor:
@@ -52,16 +56,44 @@ def next_token_loss(logits: Tensor, target: Tensor) -> Tensor:
 
 
 class TextLM(NextTokenObjective, BaseModel):
-    """Windows of bytes of real text for next-token prediction (see the module doc)."""
+    """Windows of tokens of real text for next-token prediction (see the module doc)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["text"] = "text"
-    corpus: tuple[CorpusName, ...] = Field(("bbc-news", "tweets"), min_length=1)
-    seq_len: int = Field(128, ge=2, description="tokens (bytes) per training window T")
+    corpus: tuple[str, ...] = Field(("bbc-news", "tweets"), min_length=1,
+                                    description="packaged corpora (bbc-news, tweets) or UTF-8 text files")
+    seq_len: int = Field(128, ge=2, description="tokens per training window T")
     split: Literal["train", "validation", "test"] = "train"
+    tokenizer: Literal["bytes", "smollm2"] = Field("bytes", description="UTF-8 bytes, or SmolLM2's subword "
+                                                                        "tokenizer cut to vocab_size tokens")
+    vocab_size: int | None = Field(None, ge=2, description="subword tokens kept (default 8192); bytes: 256")
 
-    vocab: ClassVar[int] = VOCAB
+    @field_validator("corpus")
+    @classmethod
+    def _readable(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        from icgd.data.corpus import check_corpus
+
+        return tuple(check_corpus(c) for c in v)
+
+    @model_validator(mode="after")
+    def _vocabulary(self) -> "TextLM":
+        if self.tokenizer == "bytes":
+            if self.vocab_size not in (None, VOCAB):
+                raise ValueError(f"vocab_size={self.vocab_size}: byte tokens have a vocabulary of {VOCAB}")
+            return self
+        from icgd.data.tokenizer import VOCAB_RANGE
+
+        lo, hi = VOCAB_RANGE[self.tokenizer]
+        if not lo <= self.vocab <= hi:
+            raise ValueError(f"vocab_size={self.vocab}: the {self.tokenizer} tokenizer cuts to {lo}..{hi} tokens")
+        return self
+
+    @property
+    def vocab(self) -> int:
+        if self.tokenizer == "bytes":
+            return VOCAB
+        return 8192 if self.vocab_size is None else self.vocab_size
 
     @property
     def n_context(self) -> int:
@@ -76,8 +108,16 @@ class TextLM(NextTokenObjective, BaseModel):
         return self.model_copy(update={"split": "validation"}) if self.split == "train" else self
 
     def text(self) -> Tensor:
-        """This task's bytes (uint8)."""
-        return corpus_bytes(tuple(self.corpus), self.split)
+        """This task's token ids (uint8 bytes or int32 subword ids)."""
+        return corpus_tokens(tuple(self.corpus), self.split, self.tokenizer, self.vocab)
+
+    def encode(self, text: str) -> list[int]:
+        """The token ids of one text, as the corpus is tokenized."""
+        if self.tokenizer == "bytes":
+            return list(text.encode("utf-8"))
+        from icgd.data.tokenizer import encode_documents
+
+        return encode_documents(self.tokenizer, self.vocab, [text]).tolist()
 
     def loss(self, pred: Tensor, target: Tensor) -> Tensor:
         return next_token_loss(pred, target)
@@ -88,7 +128,7 @@ class TextLM(NextTokenObjective, BaseModel):
         data = self.text()
         n = data.numel() - self.seq_len - 1
         if n < 1:
-            raise ValueError(f"the {self.split} text has {data.numel()} bytes, fewer than seq_len + 2")
+            raise ValueError(f"the {self.split} text has {data.numel()} tokens, fewer than seq_len + 2")
         start = torch.randint(0, n, (batch,), generator=generator, device=g_dev)
         ids = data.to(g_dev)[start[:, None] + torch.arange(self.seq_len + 1, device=g_dev)].to(dtype)[..., None]
         x, y = ids[:, :-1], ids[:, 1:]
@@ -106,13 +146,16 @@ class Unigram:
 
     @classmethod
     def fit(cls, ep: Episodes) -> "Unigram":
-        """Token frequencies of the scored targets, add-one smoothed over the vocabulary: the 256 bytes of a
-        text task; for a task with unscored positions (target -1: `icgd.tasks.recall`) the ids its inputs use,
-        so that the smoothing does not spread over ids the task never has."""
+        """Token frequencies of the scored targets, add-one smoothed over the ids up to the largest the
+        episodes hold: for a task with unscored positions (target -1: `icgd.tasks.recall`) the ids its inputs
+        use, so that the smoothing does not spread over ids the task never has; for text at least the 256
+        bytes (subword text: up to its largest id seen)."""
         y = ep.query_y.reshape(-1).long().cpu()
         masked = bool((y < 0).any())
         y = y[y >= 0]
-        vocab = int(max(ep.query_x.max(), y.max())) + 1 if masked else VOCAB
+        vocab = int(max(ep.query_x.max(), y.max())) + 1
+        if not masked:
+            vocab = max(vocab, VOCAB)
         counts = torch.bincount(y, minlength=vocab).to(torch.float64) + 1
         return cls(counts.log() - counts.sum().log())
 

@@ -127,6 +127,9 @@ class TrainConfig(StrictSection):
         if reads is not None and self.task.kind not in reads:
             raise ValueError(f"model kind {self.model.kind!r} reads tasks of kind {', '.join(reads)}, not "
                              f"task.kind={self.task.kind!r}")
+        check = getattr(self.model, "check_task", None)  # a model kind's own limits on the task (e.g. its length)
+        if check is not None:
+            check(self.task)
         return self
 
     def stack_config(self) -> StackConfig:
@@ -228,7 +231,8 @@ def validation_message(err: ValidationError, prefix: str = "invalid config") -> 
             parts.append(f"{loc}.kind={kind!r}: must be one of {', '.join(tags.get(keys[0], ()))}")
             continue
         shown = "" if isinstance(inp, dict) else f"={inp!r}"
-        parts.append(f"{loc}{shown}: {e['msg']}")
+        msg = e["msg"].removeprefix("Value error, ")  # pydantic's wording around a validator's own message
+        parts.append(msg if loc == "config" else f"{loc}{shown}: {msg}")
     return f"{prefix}: " + "; ".join(parts)
 
 

@@ -220,6 +220,8 @@ class CausalLMConfig(ModelSection):
     n_heads: int = Field(2, ge=1)
     mlp_ratio: int = Field(4, ge=1)
     init_std: float = Field(0.02, gt=0, description="std of the attention weights at initialisation")
+    max_len: int | None = Field(None, ge=2, description="the longest sequence the model reads (null: any); "
+                                                        "training windows must fit")
     attention: AttentionOptions = AttentionOptions(causal=True)
 
     @model_validator(mode="before")
@@ -236,6 +238,12 @@ class CausalLMConfig(ModelSection):
             raise ValueError(f"d_model={self.d_model} must be even and a multiple of n_heads={self.n_heads}")
         return self
 
+    def check_task(self, task: Any) -> None:
+        """ValueError where the task's sequences are longer than the model reads."""
+        t_len = getattr(task, "seq_len", 0)
+        if self.max_len is not None and t_len > self.max_len:
+            raise ValueError(f"task sequences of {t_len} tokens are longer than model.max_len={self.max_len}")
+
 
 
 def _build_causal_lm(config: TrainConfigLike, dtype: torch.dtype, device: Any,
@@ -244,11 +252,12 @@ def _build_causal_lm(config: TrainConfigLike, dtype: torch.dtype, device: Any,
 
     m = config.model
     return CausalLM(config.task.vocab, lm_stack_config(m.d_model, m.n_layers, m.n_heads, m.mlp_ratio, m.attention,
-                                                       m.init_std), dtype=dtype, device=device, generator=generator)
+                                                       m.init_std), dtype=dtype, device=device, generator=generator,
+                    max_len=m.max_len)
 
 
 register_model_kind(ModelKind(
-    "causal_lm", CausalLMConfig, _build_causal_lm, tasks=("text", "recall"),
+    "causal_lm", CausalLMConfig, _build_causal_lm, tasks=("text", "recall", "bursty"),
     example={"task": {"kind": "text", "corpus": ["bbc-news"], "seq_len": 32},
              "model": {"kind": "causal_lm", "d_model": 16, "n_heads": 2, "n_layers": 1},
              "eval": {"reference": "unigram"}},

@@ -18,15 +18,27 @@ PREMISE_KEPT = "premise.kept"
 #: bootstrap replicates ({key: [values]}) of every MEAN key and of each data set's premise inputs
 #: ("{dataset}.icl_accuracy_mean", "{dataset}.zsl_accuracy")
 BOOTSTRAP = "bootstrap"
-#: dai-momentum: momentum over vanilla validation perplexity, the worst seed at the worst of the three
-#: lengths ("ppl{n}.worst_seed_ratio" at length n); the worst data set's upper 95% bound of momentum's ICL
-#: accuracy minus vanilla's (pooled over seeds)
-PPL_WORST_RATIO = "ppl.worst_seed_ratio"
-PPL_WORST_RATIO_AT = "ppl{n}.worst_seed_ratio"
+#: dai-momentum, per evaluation length n ("ppl{n}.{key}": vanilla, momentum (perplexities), ratio (momentum /
+#: vanilla), ratio_interval, seed_ratios); the worst length's ratio and its replicates
+PPL_AT = "ppl{n}.{key}"
+PPL_WORST_RATIO = "ppl.worst_ratio"
+PPL_BOOTSTRAP = "ppl.bootstrap"
+#: dai-momentum's in-context accuracy, per data set d ("icl.{d}.{key}": zsl_vanilla, icl_vanilla, zsl_momentum,
+#: icl_momentum, premise (vanilla ICL minus ZSL), premise_interval, difference (momentum minus vanilla ICL),
+#: difference_interval); the data sets, those where the premise holds, the premise's worst data set, the
+#: difference's mean over the kept ones (absent where none is), their replicates
+ICL_AT = "icl.{d}.{key}"
+ICL_DATASETS = "icl.datasets"
+ICL_KEPT = "icl.kept"
+ICL_PREMISE = "icl.premise"
+ICL_DIFFERENCE = "icl.difference"
+ICL_BOOTSTRAP = "icl.bootstrap"
+#: the weaker claim kept beside the source's: the worst data set's upper 95% bound of momentum's ICL accuracy
+#: minus vanilla's (pooled over seeds)
 ICL_WORST_DIFFERENCE_UPPER95 = "icl.worst_difference_upper95"
-#: momentum-recall and momentum-regression (`paired.summarize`): per setting n ("recall{n}.{key}",
-#: "regression{n}.{key}": vanilla, momentum, their per-seed lists, difference (momentum better: above 0),
-#: difference_interval, premise, premise_interval; recall adds chance, regression the GD reference); the
+#: momentum-recall, momentum-regression and momentum-fewshot (`paired.summarize`): per setting n
+#: ("recall{n}.{key}", "regression{n}.{key}", "fewshot{n}.{key}": vanilla, momentum, their per-seed lists, difference (momentum better: above 0),
+#: difference_interval, premise, premise_interval; recall adds chance, regression the GD reference, fewshot the guess's accuracy); the
 #: settings run and those where the premise holds; the premise's worst setting; the comparison (mean over the
 #: kept settings); bootstrap replicates of the last two
 RECALL_SETTING = "recall{n}.{key}"
@@ -41,3 +53,9 @@ REGRESSION_KEPT = "regression.kept"
 REGRESSION_PREMISE = "regression.premise"
 REGRESSION_DIFFERENCE = "regression.difference"
 REGRESSION_BOOTSTRAP = "regression.bootstrap"
+FEWSHOT_SETTING = "fewshot{n}.{key}"
+FEWSHOT_SETTINGS = "fewshot.settings"
+FEWSHOT_KEPT = "fewshot.kept"
+FEWSHOT_PREMISE = "fewshot.premise"
+FEWSHOT_DIFFERENCE = "fewshot.difference"
+FEWSHOT_BOOTSTRAP = "fewshot.bootstrap"

@@ -10,22 +10,30 @@ with replacement, the same draw for both models, so the interval of the differen
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from icgd.experiments.registry import ExperimentContext
 
 
+def bootstrap_means(arrays: dict[str, np.ndarray], n_boot: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Replicates (n_boot,) of the mean of each array (S seeds, Q items), every array resampled with the same
+    draw of seeds and items, so that arrays of the same seeds and items stay paired."""
+    s_n, q_n = next(iter(arrays.values())).shape
+    out = {k: np.empty(n_boot) for k in arrays}
+    for i in range(n_boot):
+        sd, qi = rng.integers(s_n, size=s_n), rng.integers(q_n, size=q_n)
+        for k, a in arrays.items():
+            out[k][i] = a[sd][:, qi].mean()
+    return out
+
+
 def paired_replicates(a: np.ndarray, b: np.ndarray, n_boot: int, rng: np.random.Generator
                       ) -> tuple[np.ndarray, np.ndarray]:
     """(replicates of mean(a), replicates of mean(b) - mean(a)) for a, b of shape (S, Q)."""
-    s_n, q_n = a.shape
-    ra, rd = np.empty(n_boot), np.empty(n_boot)
-    for i in range(n_boot):
-        sd, qi = rng.integers(s_n, size=s_n), rng.integers(q_n, size=q_n)
-        x, y = a[sd][:, qi].mean(), b[sd][:, qi].mean()
-        ra[i], rd[i] = x, y - x
-    return ra, rd
+    m = bootstrap_means({"a": a, "b": b}, n_boot, rng)
+    return m["a"], m["b"] - m["a"]
 
 
 def summarize(ctx: ExperimentContext, prefix: str, scores: dict[tuple[int, str], np.ndarray], n_boot: int,
@@ -69,3 +77,58 @@ def summarize(ctx: ExperimentContext, prefix: str, scores: dict[tuple[int, str],
         boot[f"{prefix}.difference"] = np.mean([boot_diff[n] for n in kept], axis=0)
     ctx.result(f"{prefix}.bootstrap", {k: [round(float(x), 6) for x in v] for k, v in boot.items()})
     return kept
+
+
+#: the two models every synthetic study pairs
+MODELS = ("vanilla", "momentum")
+
+
+def score_models(ctx: ExperimentContext, runs: dict[str, Any], tests: dict[int, Any], label: str,
+                 score: Callable[[Any, Any], Any], setting: str, column: str, chunk: int = 256,
+                 dtype: Any = None) -> tuple[list[dict[str, Any]], dict[tuple[int, str], np.ndarray]]:
+    """Every seed's model of each setting n scored on the same held-out episodes `tests[n]`, item by item.
+
+    runs: the trained runs by label, `label.format(n=n, model=name)`; score(model, episodes) -> (B,) per-item
+    scores. Returns the table rows ({setting: n, "model", "seed", column: the seed's mean}) and the arrays
+    (S, Q) that `summarize` pairs, by (n, model)."""
+    import torch
+
+    rows, scores = [], {}
+    for n, test in tests.items():
+        for name in MODELS:
+            res = runs[label.format(n=n, model=name)]
+            per_seed = []
+            for seed in res.config.seeds:
+                model = res.learner(seed).to(device=ctx.device, dtype=dtype)
+                model.eval()
+                with torch.no_grad():
+                    s = torch.cat([score(model, part.to(ctx.device)) for part in test.split(chunk)]).cpu().numpy()
+                per_seed.append(s)
+                rows.append({setting: n, "model": name, "seed": seed, column: float(s.mean())})
+            scores[(n, name)] = np.stack(per_seed)
+    return rows, scores
+
+
+def per_seed_figure(ctx: ExperimentContext, name: str, rows: list[dict[str, Any]], setting: str, column: str,
+                    title: str, ylabel: str, xlabel: str, level: tuple[dict[int, float], str],
+                    mark: tuple[dict[int, float], str] | None = None) -> None:
+    """One dot per seed and model at each setting; `level` (values by setting, label) drawn as a dashed line
+    (chance, the zero predictor), `mark` as a black tick per setting (a reference learner)."""
+    from icgd.results.figures import label_axes, subplots
+
+    fig, axes = subplots(1, width=4.6, height=3.4)
+    ax = axes[0]
+    settings = sorted({r[setting] for r in rows})
+    for i, model in enumerate(MODELS):
+        for j, n in enumerate(settings):
+            ys = [r[column] for r in rows if r[setting] == n and r["model"] == model]
+            ax.scatter([j + (i - 0.5) * 0.2] * len(ys), ys, color=f"C{i}", s=14, label=model if j == 0 else None)
+    xs = np.arange(len(settings))
+    ax.hlines([level[0][n] for n in settings], xs - 0.4, xs + 0.4, color="0.6", lw=0.8, ls="--", label=level[1])
+    if mark is not None:
+        ax.hlines([mark[0][n] for n in settings], xs - 0.2, xs + 0.2, color="k", lw=1.2, label=mark[1])
+    ax.set_xticks(xs, [str(n) for n in settings])
+    ax.set_xlim(-0.5, len(settings) - 0.5)
+    label_axes(axes, [title], [ylabel], xlabel=xlabel)
+    ax.legend(fontsize=7)
+    ctx.figure(name, fig)

@@ -25,9 +25,8 @@ from icgd.experiments.common import Size, size
 from icgd.experiments.dai.icl_vs_ft import SOURCE
 from icgd.experiments.dai.keys import RECALL_SETTING
 from icgd.experiments.dai.momentum import BETA_DEVIATION, MOMENTUM_BETA
-from icgd.experiments.dai.paired import summarize
+from icgd.experiments.dai.paired import per_seed_figure, score_models, summarize
 from icgd.experiments.registry import ExperimentContext, register
-from icgd.results.figures import label_axes, subplots
 
 #: key-value pairs per sequence, by mode (the sequence has 4N - 1 input tokens)
 PAIRS = {"smoke": (2,), "quick": (4, 8), "full": (4, 8, 16)}
@@ -80,33 +79,20 @@ def _models(ctx: ExperimentContext) -> dict[str, Any]:
               "attention models do.",
               BETA_DEVIATION))
 def recall(ctx: ExperimentContext) -> None:
-    import torch
-
     from icgd.core.episodes import make_generator
     from icgd.tasks.recall import recall_accuracy
 
     configs = _models(ctx)
     runs = {label: ctx.train(label, cfg) for label, cfg in configs.items()}
-    rows, acc = [], {}
-    for n in PAIRS[ctx.mode]:
-        task = configs[f"recall{n}-vanilla"].task
-        test = task.sample(size(ctx, TEST), make_generator(TEST_SEED + n))
-        for name in ("vanilla", "momentum"):
-            res = runs[f"recall{n}-{name}"]
-            per_seed = []
-            for seed in res.config.seeds:
-                model = res.learner(seed).to(ctx.device)
-                model.eval()
-                with torch.no_grad():
-                    a = torch.cat([recall_accuracy(model.predict(part.to(ctx.device)), part.query_y.to(ctx.device))
-                                   for part in test.split(256)]).cpu().numpy()
-                per_seed.append(a)
-                rows.append({"n_pairs": n, "model": name, "seed": seed, "accuracy": float(a.mean()),
-                             "chance": task.chance})
-            acc[(n, name)] = np.stack(per_seed)  # (S, sequences)
-    ctx.table("recall", rows)
-    _results(ctx, acc, {n: configs[f"recall{n}-vanilla"].task.chance for n in PAIRS[ctx.mode]})
-    _figure(ctx, rows)
+    tasks = {n: configs[f"recall{n}-vanilla"].task for n in PAIRS[ctx.mode]}
+    tests = {n: t.sample(size(ctx, TEST), make_generator(TEST_SEED + n)) for n, t in tasks.items()}
+    rows, acc = score_models(ctx, runs, tests, "recall{n}-{model}",
+                             lambda model, ep: recall_accuracy(model.predict(ep), ep.query_y), "n_pairs", "accuracy")
+    chance = {n: t.chance for n, t in tasks.items()}
+    ctx.table("recall", [r | {"chance": chance[r["n_pairs"]]} for r in rows])
+    _results(ctx, acc, chance)
+    per_seed_figure(ctx, "recall", rows, "n_pairs", "accuracy", "associative recall, per seed",
+                    "accuracy at the query keys", "key-value pairs N", (chance, "chance"))
 
 
 def _results(ctx: ExperimentContext, acc: dict[tuple[int, str], np.ndarray], chance: dict[int, float]) -> None:
@@ -129,19 +115,3 @@ def _results(ctx: ExperimentContext, acc: dict[tuple[int, str], np.ndarray], cha
         ctx.report(f"N = {n} pairs: momentum attention recalls better (Table 7's claim)",
                    f"momentum {r[key.format('momentum')]:.3f}, vanilla {r[key.format('vanilla')]:.3f}: difference "
                    f"{r[key.format('difference')]:+.3f}, 95% interval [{lo:+.3f}, {hi:+.3f}]")
-
-
-def _figure(ctx: ExperimentContext, rows: list[dict[str, Any]]) -> None:
-    fig, axes = subplots(1, width=4.6, height=3.4)
-    ax = axes[0]
-    settings = sorted({r["n_pairs"] for r in rows})
-    for i, name in enumerate(("vanilla", "momentum")):
-        for j, n in enumerate(settings):
-            ys = [r["accuracy"] for r in rows if r["n_pairs"] == n and r["model"] == name]
-            ax.scatter([j + (i - 0.5) * 0.2] * len(ys), ys, color=f"C{i}", s=14,
-                       label=name if j == 0 else None)
-    ax.axhline(rows[0]["chance"], color="0.6", lw=0.8, ls="--", label="chance")
-    ax.set_xticks(range(len(settings)), [str(n) for n in settings])
-    label_axes(axes, ["associative recall, per seed"], ["accuracy at the query keys"], xlabel="key-value pairs N")
-    ax.legend(fontsize=7)
-    ctx.figure("recall", fig)

@@ -17,15 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from icgd.experiments.common import Size, size
 from icgd.experiments.dai.icl_vs_ft import SOURCE
 from icgd.experiments.dai.keys import REGRESSION_SETTING
 from icgd.experiments.dai.momentum import BETA_DEVIATION, MOMENTUM_BETA
-from icgd.experiments.dai.paired import summarize
+from icgd.experiments.dai.paired import per_seed_figure, score_models, summarize
 from icgd.experiments.registry import ExperimentContext, register
-from icgd.results.figures import label_axes, subplots
 
 #: context sizes N, by mode (Dx = 10, the paper's setting)
 CONTEXTS = {"smoke": (4,), "quick": (10, 20), "full": (10, 20, 40)}
@@ -83,25 +80,21 @@ def regression(ctx: ExperimentContext) -> None:
 
     configs = _models(ctx)
     runs = {label: ctx.train(label, cfg) for label, cfg in configs.items()}
-    rows, rel, gd_rel = [], {}, {}
+    tests, gd_rel, zero = {}, {}, {}
     for n in CONTEXTS[ctx.mode]:
         task = configs[f"regression{n}-vanilla"].task
-        test = task.sample(size(ctx, TEST), make_generator(TEST_SEED + n), dtype=torch.float64)
-        zero = float(task.loss(torch.zeros_like(test.query_y), test.query_y).mean())
+        tests[n] = task.sample(size(ctx, TEST), make_generator(TEST_SEED + n), dtype=torch.float64)
+        zero[n] = float(task.loss(torch.zeros_like(tests[n].query_y), tests[n].query_y).mean())
         gd = tune_gd(task.sample(size(ctx, TUNE), make_generator(TEST_SEED + 1000 + n), dtype=torch.float64), 1)
-        gd_rel[n] = float(task.loss(gd.predict(test), test.query_y).mean()) / zero
-        for name in ("vanilla", "momentum"):
-            res = runs[f"regression{n}-{name}"]
-            per_seed = []
-            for seed in res.config.seeds:
-                model = res.learner(seed).to(device=ctx.device, dtype=torch.float64)
-                with torch.no_grad():
-                    loss = torch.cat([task.loss(model.predict(part.to(ctx.device)), part.query_y.to(ctx.device))
-                                      for part in test.split(1024)]).cpu().numpy() / zero
-                per_seed.append(loss)
-                rows.append({"n_context": n, "model": name, "seed": seed, "relative_loss": float(loss.mean()),
-                             "gd_relative_loss": gd_rel[n]})
-            rel[(n, name)] = np.stack(per_seed)
+        gd_rel[n] = float(task.loss(gd.predict(tests[n]), tests[n].query_y).mean()) / zero[n]
+
+    def relative_loss(model, ep):  # over the zero predictor's loss on the same N's tasks, the same for every seed
+        n = ep.context_x.shape[1]
+        return configs[f"regression{n}-vanilla"].task.loss(model.predict(ep), ep.query_y) / zero[n]
+
+    rows, rel = score_models(ctx, runs, tests, "regression{n}-{model}", relative_loss, "n_context", "relative_loss",
+                             chunk=1024, dtype=torch.float64)
+    rows = [r | {"gd_relative_loss": gd_rel[r["n_context"]]} for r in rows]
     ctx.table("regression", rows)
     kept = summarize(ctx, "regression", rel, size(ctx, BOOT), TEST_SEED, lambda n, a: a, PREMISE_BAR, above=False,
                      better=-1.0)
@@ -121,22 +114,6 @@ def regression(ctx: ExperimentContext) -> None:
         ctx.report(f"N = {n}: momentum attention learns better in context (Table 7's claim)",
                    f"momentum {r[key.format('momentum')]:.3f}, vanilla {r[key.format('vanilla')]:.3f}: vanilla minus "
                    f"momentum {r[key.format('difference')]:+.3f}, 95% interval [{lo:+.3f}, {hi:+.3f}]")
-    _figure(ctx, rows)
-
-
-def _figure(ctx: ExperimentContext, rows: list[dict[str, Any]]) -> None:
-    fig, axes = subplots(1, width=4.6, height=3.4)
-    ax = axes[0]
-    settings = sorted({r["n_context"] for r in rows})
-    for i, name in enumerate(("vanilla", "momentum")):
-        for j, n in enumerate(settings):
-            ys = [r["relative_loss"] for r in rows if r["n_context"] == n and r["model"] == name]
-            ax.scatter([j + (i - 0.5) * 0.2] * len(ys), ys, color=f"C{i}", s=14, label=name if j == 0 else None)
-    gd = [next(r["gd_relative_loss"] for r in rows if r["n_context"] == n) for n in settings]
-    ax.plot(range(len(settings)), gd, "k_", ms=18, label="one GD step (tuned)")
-    ax.axhline(1.0, color="0.6", lw=0.8, ls="--", label="zero predictor")
-    ax.set_xticks(range(len(settings)), [str(n) for n in settings])
-    label_axes(axes, ["in-context linear regression, per seed"], ["loss / zero predictor's"],
-               xlabel="context size N")
-    ax.legend(fontsize=7)
-    ctx.figure("regression", fig)
+    per_seed_figure(ctx, "regression", rows, "n_context", "relative_loss", "in-context linear regression, per seed",
+                    "loss / zero predictor's", "context size N", ({n: 1.0 for n in gd_rel}, "zero predictor"),
+                    (gd_rel, "one GD step (tuned)"))
