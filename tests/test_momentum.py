@@ -114,6 +114,7 @@ def test_momentum_suite_measures_every_claim(text_task, tmp_path):
     premise = by_id["premise-recall"]
     assert premise["verdict"] == "FAIL" and premise["measured"] < 5 and len(premise["interval"]) == 2
     assert "premise" in by_id["momentum-improves-recall"]["note"]
+    assert by_id["momentum-improves-recall"]["verdict"] == "untested"  # nothing claimed, not a FAIL
     assert set(premise["values"]) == {"N=2 vanilla", "N=2 momentum", "N=2 chance"}
     premise = by_id["premise-regression"]
     assert premise["verdict"] in ("FAIL", "inconclusive")  # 32 held-out tasks: the interval may straddle 0.8
@@ -174,6 +175,7 @@ def test_lm_claims_read_the_premise_then_compare_on_made_up_scores():
     no_icl = check(3.0, 2.9, 0.3, 0.3, 0.9)
     assert no_icl["premise-lm-icl"]["verdict"] in ("FAIL", "inconclusive")
     assert "premise" in no_icl["momentum-improves-lm-icl"]["note"]  # nothing compared, however good momentum is
+    assert no_icl["momentum-improves-lm-icl"]["verdict"] == "untested"
 
 
 def test_recall_claims_pass_fail_and_stay_inconclusive_on_the_right_learners():

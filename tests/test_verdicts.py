@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from icgd.claims import runner  # noqa: F401  (registers every suite)
@@ -51,6 +53,10 @@ def test_tables_show_inconclusive():
     assert "INCONCLUSIVE" in format_report(report)
     assert "*inconclusive*" in format_markdown(report)
     assert tally(report["claims"]) == "1 passed, 0 failed, 1 inconclusive"
+    untested = _dai("icl-beats-zsl").check(_dai_results({"b": [-0.1] * 40}, []))
+    report["claims"].append(untested)
+    assert tally(report["claims"]) == "1 passed, 0 failed, 1 inconclusive, 1 untested"
+    assert "untested (premise)" in format_markdown(report)
 
 
 def test_every_blog_lstm_claim_reads_its_seeds_where_it_has_them():
@@ -100,7 +106,8 @@ def test_comparison_claims_read_only_data_sets_where_the_premise_holds():
     assert ok["measured"] == pytest.approx(0.05) and ok["verdict"] == "PASS"
     assert ok["interval"] == pytest.approx([0.05, 0.05])
     none = icl.check(_dai_results({"b": [-0.1] * 40}, []))
-    assert none["verdict"] == "FAIL" and "premise" in none["note"] and none["interval"] is None
+    assert none["verdict"] == "untested" and "premise" in none["note"] and none["interval"] is None
+    assert none["passed"] is False and math.isnan(none["measured"])
 
 
 def test_every_dai_claim_has_an_interval_and_the_tables_print_it():

@@ -2,7 +2,9 @@
 
 A claim that does not reproduce is reported as FAIL with its measured number, and one whose seeds fall on
 both sides of its bar, or whose interval (where the experiment gives one) straddles it, as inconclusive; thresholds are fixed in the code with their justification, never tuned
-to a run, and calibrated on the authors' own numbers where they exist (`icgd.claims.references`).
+to a run, and calibrated on the authors' own numbers where they exist (`icgd.claims.references`). A claim
+whose premise does not hold anywhere (its measure raises `PremiseNotMet`, e.g. an ICL comparison where the
+model does not learn in context) is "untested": nothing is claimed, and the note says why.
 """
 
 from __future__ import annotations
@@ -16,6 +18,17 @@ from typing import Any, Callable
 from icgd.claims.references import REFERENCES, Reference, reference
 
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+#: the verdicts, in the order reports count them
+VERDICTS = ("PASS", "FAIL", "inconclusive", "untested")
+
+
+class PremiseNotMet(KeyError):
+    """Raised by a claim's measure where its premise holds on no setting: the claim is "untested"."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "the premise does not hold"
 
 
 #: what a claim checks: the source's statement with the source's measure ("source"), or an extra check
@@ -56,18 +69,23 @@ class Claim:
         return bool(not math.isnan(value) and _OPS[self.op](value, self.threshold))
 
     def check(self, results: dict[str, Any]) -> dict[str, Any]:
+        untested = False
         try:
             measured = float(self.measure(results))
+        except PremiseNotMet as e:
+            measured, untested = math.nan, True
+            note = f"untested: {e}; nothing is claimed"
         except (KeyError, TypeError, ZeroDivisionError) as e:
             measured = math.nan
             note = f"not measured ({type(e).__name__}: {e})"
         else:
             note = ""
         ref = self.reference
-        seeds = self._seed_values(results)
-        interval = self._interval(results)
-        verdict = verdict_of(self.holds(measured), [self.holds(v) for v in seeds or []]
-                             + ([self.holds(v) for v in interval] if interval is not None else []))
+        seeds = None if untested else self._seed_values(results)
+        interval = None if untested else self._interval(results)
+        verdict = "untested" if untested else verdict_of(
+            self.holds(measured), [self.holds(v) for v in seeds or []]
+            + ([self.holds(v) for v in interval] if interval is not None else []))
         return {"id": self.id, "claim": self.claim, "source": self.source, "experiment": self.experiment,
                 "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": verdict == "PASS",
                 "verdict": verdict, "seeds": seeds, "interval": interval,

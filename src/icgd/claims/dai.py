@@ -14,7 +14,7 @@ its bar is "inconclusive"."""
 
 from __future__ import annotations
 
-from icgd.claims.base import Claim, suite
+from icgd.claims.base import Claim, PremiseNotMet, suite
 from icgd.experiments.dai import keys as X
 from icgd.experiments.dai.bursty import PREMISE_FACTOR as FEWSHOT_FACTOR
 from icgd.experiments.dai.recall import PREMISE_FACTOR
@@ -26,7 +26,7 @@ EXP = "dai-icl-vs-ft"
 def _mean(r, key: str) -> float:
     """The mean over the data sets where the premise holds; a KeyError naming the premise where none does."""
     if not r[EXP][X.PREMISE_KEPT]:
-        raise KeyError(f"no data set where ICL beats ZSL (the premise), data sets {r[EXP][X.DATASETS]}")
+        raise PremiseNotMet(f"no data set where ICL beats ZSL (the premise), data sets {r[EXP][X.DATASETS]}")
     return r[EXP][X.MEAN.format(key=key)]
 
 
@@ -117,7 +117,7 @@ def _replicates_of(exp: str, kept: str, boot_key: str):
 def _difference_of(exp: str, kept: str, key: str):
     def measure(r) -> float:
         if not r[exp][kept]:
-            raise KeyError(f"no setting of {exp} where the premise holds")
+            raise PremiseNotMet(f"no setting of {exp} where the premise holds")
         return r[exp][key]
     return measure
 

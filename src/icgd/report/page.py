@@ -130,7 +130,7 @@ def _description(name: str, runs: list[Run]) -> str:
 
 
 def _verdict(c: dict[str, Any]) -> str:
-    """PASS, FAIL or inconclusive (a report from before verdicts has PASS or FAIL only)."""
+    """PASS, FAIL, inconclusive or untested (a report from before verdicts has PASS or FAIL only)."""
     return c.get("verdict") or ("PASS" if c.get("passed") else "FAIL")
 
 
@@ -229,7 +229,8 @@ def build_page(runs: list[Run], notes: dict[str, list[tuple[str, str]]] | None =
     inputs = {r.path: claim_inputs(r) for r in runs}
     summary = [{"suite": r.suite, "anchor": _slug("suite", r.suite), "label": labels[r.path],
                 "passed": _count(r.claims, "PASS"), "failed": _count(r.claims, "FAIL"),
-                "inconclusive": _count(r.claims, "inconclusive"), "seconds": r.report.get("seconds", ""),
+                "inconclusive": _count(r.claims, "inconclusive"), "untested": _count(r.claims, "untested"),
+                "seconds": r.report.get("seconds", ""),
                 "path": str(r.path)} for r in runs]
     suites = []
     for s in dict.fromkeys(r.suite for r in runs):
@@ -238,7 +239,8 @@ def build_page(runs: list[Run], notes: dict[str, list[tuple[str, str]]] | None =
         suites.append({
             "name": s, "anchor": _slug("suite", s), "source": _source_line(sruns[0]),
             "tally": " · ".join(f"{labels[r.path]}: {_count(r.claims, 'PASS')} PASS / {_count(r.claims, 'FAIL')} FAIL"
-                                + (f" / {n} inconclusive" if (n := _count(r.claims, "inconclusive")) else "")
+                                + "".join(f" / {n} {v}" for v in ("inconclusive", "untested")
+                                          if (n := _count(r.claims, v)))
                                 for r in sruns),
             "run_labels": [labels[r.path] for r in sruns],
             "experiments": [_experiment(s, n, sruns, labels, notes, inputs) for n in names],

@@ -36,10 +36,10 @@ def verdict(c: dict[str, Any]) -> str:
 
 
 def tally(claims: list[dict[str, Any]]) -> str:
-    """'45 passed, 14 failed, 2 inconclusive' (the last part only where there is one)."""
+    """'45 passed, 14 failed, 2 inconclusive, 1 untested' (the last parts only where there is one)."""
     vs = [verdict(c) for c in claims]
     out = f"{vs.count('PASS')} passed, {vs.count('FAIL')} failed"
-    return out + (f", {vs.count('INCONCLUSIVE')} inconclusive" if "INCONCLUSIVE" in vs else "")
+    return out + "".join(f", {vs.count(v.upper())} {v}" for v in ("inconclusive", "untested") if v.upper() in vs)
 
 
 def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
@@ -83,7 +83,7 @@ def format_markdown(report: dict[str, Any]) -> str:
         name = f"`{c['id']}`: {c['claim']}" if c.get("id") else c["claim"]
         cells = [name + (" (stricter check)" if c.get("role") == "stricter" else ""), c["source"],
                  measured(c), authors(c), c["threshold"],
-                 {"PASS": "PASS", "FAIL": "**FAIL**"}.get(verdict(c), "*inconclusive*")]
+                 {"PASS": "PASS", "FAIL": "**FAIL**", "UNTESTED": "untested (premise)"}.get(verdict(c), "*inconclusive*")]
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in cells) + " |")
     return "\n".join(lines) + "\n"
 
