@@ -253,3 +253,37 @@ def test_regression_claims_on_made_up_relative_losses():
     worse = check(0.5, 0.7)
     assert worse["momentum-improves-regression"]["verdict"] == "FAIL"
     assert worse["momentum-improves-regression"]["interval"][1] < 0
+
+
+def test_beta_study_trains_each_beta_and_learns_one_per_head(tmp_path):
+    """momentum-beta in smoke mode: every variant is scored against vanilla on both tasks, the fixed betas are
+    the ones configured and the learnt ones are written per layer and head."""
+    import pandas as pd
+
+    from icgd.experiments.dai import beta as study
+    from icgd.experiments.runner import run_experiment
+
+    run_experiment("momentum-beta", tmp_path / "run", smoke=True)
+    rows = pd.read_csv(tmp_path / "run" / "beta.csv")
+    names = ["vanilla"] + [f"beta{b:g}" for b in study.BETAS] + ["learnt"]
+    for task in study.SETTING:
+        assert list(rows[rows.task == task].model) == names
+        assert rows[(rows.task == task) & (rows.model == "vanilla")].difference.iloc[0] == 0
+    learnt = pd.read_csv(tmp_path / "run" / "learnt_beta.csv")
+    assert len(learnt) == 2 * 2 * 1 * 2  # tasks x seeds x layers x heads (smoke: 1 layer, 2 heads)
+    assert learnt.beta.between(0, 1).all()
+    assert (learnt.beta - 0.5).abs().max() > 1e-4  # learnt from 0.5: moved
+    from pathlib import Path
+
+    from icgd.experiments.registry import ExperimentContext
+
+    ctx = ExperimentContext(Path("unused"), Path("unused"), "quick", [0, 1, 2], "cpu", True, {}, create=False)
+    configs = study._models(ctx)
+    assert configs["recall-beta0.9"].model.attention.momentum == 0.9
+    assert configs["recall-learnt"].model.attention.learn_momentum is True
+    assert configs["recall-vanilla"].model.attention.momentum is None
+    # vanilla and 0.5 are momentum-recall's and momentum-fewshot's own configs (one training with a shared cache)
+    from icgd.experiments.dai import bursty, recall
+
+    assert configs["recall-beta0.5"] == recall.recall_config(ctx, 8, True)
+    assert configs["fewshot-vanilla"] == bursty.fewshot_config(ctx, 2, False)

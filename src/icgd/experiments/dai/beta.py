@@ -24,7 +24,7 @@ from icgd.experiments.common import Size, size
 from icgd.experiments.dai import bursty, recall
 from icgd.experiments.dai.icl_vs_ft import SOURCE
 from icgd.experiments.dai.momentum import MOMENTUM_BETA
-from icgd.experiments.dai.paired import bootstrap_means
+from icgd.experiments.dai.paired import bootstrap_means, score_models
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.results.figures import label_axes, subplots
 
@@ -74,35 +74,29 @@ def beta(ctx: ExperimentContext) -> None:
 
     configs = _models(ctx)
     runs = {label: ctx.train(label, cfg) for label, cfg in configs.items()}
+    names = tuple(name for name, _ in _variants())
     rows, learnt_rows = [], []
     for task in SETTING:
         t = configs[f"{task}-vanilla"].task
-        t = t.query_only() if hasattr(t, "query_only") else t
-        test = t.sample(size(ctx, TEST), make_generator(TEST_SEED))
-        acc = {}
-        for name, _ in _variants():
-            res = runs[f"{task}-{name}"]
-            per_seed = []
-            for seed in res.config.seeds:
-                model = res.learner(seed).to(ctx.device)
-                model.eval()
-                with torch.no_grad():
-                    per_seed.append(torch.cat([recall_accuracy(model.predict(p.to(ctx.device)), p.query_y.to(ctx.device))
-                                               for p in test.split(256)]).cpu().numpy())
-                if name == "learnt":
-                    for li, layer in enumerate(model.stack.layers):
-                        for h, b in enumerate(torch.sigmoid(layer.attn.momentum_logit).tolist()):
-                            learnt_rows.append({"task": task, "seed": seed, "layer": li, "head": h, "beta": b})
-            acc[name] = np.stack(per_seed)
-        boot = bootstrap_means(acc, size(ctx, BOOT), np.random.default_rng(TEST_SEED))
-        for name, _ in _variants():
-            diff = boot[name] - boot["vanilla"]
-            lo, hi = np.percentile(diff, [2.5, 97.5]).tolist()
-            rows.append({"task": task, "model": name, "accuracy": float(acc[name].mean()),
-                         "seed_accuracies": acc[name].mean(1).round(4).tolist(),
-                         "difference": float(acc[name].mean() - acc["vanilla"].mean()), "low": lo, "high": hi})
-            ctx.result(f"{task}.{name}.accuracy", float(acc[name].mean()))
+        t = t.query_only() if hasattr(t, "query_only") else t  # few-shot: the query's accuracy
+        tests = {task: t.sample(size(ctx, TEST), make_generator(TEST_SEED))}
+        _, acc = score_models(ctx, runs, tests, "{n}-{model}", lambda m, ep: recall_accuracy(m.predict(ep), ep.query_y),
+                              "task", "accuracy", models=names)
+        boot = bootstrap_means({name: acc[(task, name)] for name in names}, size(ctx, BOOT),
+                               np.random.default_rng(TEST_SEED))
+        for name in names:
+            a, van = acc[(task, name)], acc[(task, "vanilla")]
+            lo, hi = np.percentile(boot[name] - boot["vanilla"], [2.5, 97.5]).tolist()
+            rows.append({"task": task, "model": name, "accuracy": float(a.mean()),
+                         "seed_accuracies": a.mean(1).round(4).tolist(), "difference": float(a.mean() - van.mean()),
+                         "low": lo, "high": hi})
+            ctx.result(f"{task}.{name}.accuracy", float(a.mean()))
             ctx.result(f"{task}.{name}.difference_interval", [lo, hi])
+        res = runs[f"{task}-learnt"]
+        for seed in res.config.seeds:
+            for li, layer in enumerate(res.learner(seed).stack.layers):
+                for h, b in enumerate(torch.sigmoid(layer.attn.momentum_logit).tolist()):
+                    learnt_rows.append({"task": task, "seed": seed, "layer": li, "head": h, "beta": b})
     ctx.table("beta", rows)
     ctx.table("learnt_beta", learnt_rows)
     _report(ctx, rows, learnt_rows)

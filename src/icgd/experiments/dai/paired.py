@@ -83,19 +83,20 @@ def summarize(ctx: ExperimentContext, prefix: str, scores: dict[tuple[int, str],
 MODELS = ("vanilla", "momentum")
 
 
-def score_models(ctx: ExperimentContext, runs: dict[str, Any], tests: dict[int, Any], label: str,
+def score_models(ctx: ExperimentContext, runs: dict[str, Any], tests: dict[Any, Any], label: str,
                  score: Callable[[Any, Any], Any], setting: str, column: str, chunk: int = 256,
-                 dtype: Any = None) -> tuple[list[dict[str, Any]], dict[tuple[int, str], np.ndarray]]:
+                 dtype: Any = None, models: tuple[str, ...] = MODELS
+                 ) -> tuple[list[dict[str, Any]], dict[tuple[Any, str], np.ndarray]]:
     """Every seed's model of each setting n scored on the same held-out episodes `tests[n]`, item by item.
 
-    runs: the trained runs by label, `label.format(n=n, model=name)`; score(model, episodes) -> (B,) per-item
-    scores. Returns the table rows ({setting: n, "model", "seed", column: the seed's mean}) and the arrays
-    (S, Q) that `summarize` pairs, by (n, model)."""
+    runs: the trained runs by label, `label.format(n=n, model=name)` for each name of `models`;
+    score(model, episodes) -> (B,) per-item scores. Returns the table rows ({setting: n, "model", "seed",
+    column: the seed's mean}) and the arrays (S, Q) that `summarize` pairs, by (n, model)."""
     import torch
 
     rows, scores = [], {}
     for n, test in tests.items():
-        for name in MODELS:
+        for name in models:
             res = runs[label.format(n=n, model=name)]
             per_seed = []
             for seed in res.config.seeds:
