@@ -58,3 +58,36 @@ class NextTokenObjective:
     aligns: ClassVar[bool] = False
     dx: ClassVar[int] = 1
     dy: ClassVar[int] = 1
+
+    # every position of a sequence (its `seq_len` input tokens) is both context and a query
+    @property
+    def n_context(self) -> int:
+        return self.seq_len
+
+    @property
+    def n_queries(self) -> int:
+        return self.seq_len
+
+    def evaluation_task(self):
+        return self
+
+
+#: the target of an unscored position of a token task
+IGNORE = -1
+
+
+def masked_next_token_loss(logits: Tensor, target: Tensor) -> Tensor:
+    """Per-sequence mean cross-entropy (B,) over the scored positions (target >= 0) of logits (B, T, V)."""
+    b, t, v = logits.shape
+    y = target.reshape(b * t).long()
+    ce = torch.nn.functional.cross_entropy(logits.reshape(b * t, v), y.clamp(min=0), reduction="none").reshape(b, t)
+    scored = (target.reshape(b, t) >= 0).to(ce.dtype)
+    return (ce * scored).sum(-1) / scored.sum(-1).clamp(min=1)
+
+
+class MaskedNextToken(NextTokenObjective):
+    """Mixin for token tasks scored at some positions only (the others carry target `IGNORE`): recall, bursty
+    few-shot."""
+
+    def loss(self, pred: Tensor, target: Tensor) -> Tensor:
+        return masked_next_token_loss(pred, target)

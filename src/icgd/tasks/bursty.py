@@ -28,11 +28,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor
 
 from icgd.core.episodes import Episodes
-from icgd.tasks.base import NextTokenObjective, draw_device, moved
-from icgd.tasks.recall import IGNORE, masked_next_token_loss
+from icgd.tasks.base import IGNORE, MaskedNextToken, draw_device, moved
 
 
-class BurstyFewShot(NextTokenObjective, BaseModel):
+class BurstyFewShot(MaskedNextToken, BaseModel):
     """Bursty few-shot classification of symbols (see the module doc)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -66,14 +65,6 @@ class BurstyFewShot(NextTokenObjective, BaseModel):
         return 2 * self.ways * self.shots + 1
 
     @property
-    def n_context(self) -> int:
-        return self.seq_len
-
-    @property
-    def n_queries(self) -> int:
-        return self.seq_len
-
-    @property
     def chance(self) -> float:
         """The accuracy of a model that ignores the context."""
         return 1 / self.n_labels
@@ -89,12 +80,6 @@ class BurstyFewShot(NextTokenObjective, BaseModel):
     def query_only(self) -> "BurstyFewShot":
         """The same sequences scored at the query alone (the held-out measure)."""
         return self.model_copy(update={"score_context": False})
-
-    def evaluation_task(self) -> "BurstyFewShot":
-        return self
-
-    def loss(self, pred: Tensor, target: Tensor) -> Tensor:
-        return masked_next_token_loss(pred, target)
 
     def sample(self, batch: int, generator: torch.Generator | None = None,
                device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> Episodes:

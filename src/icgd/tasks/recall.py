@@ -23,19 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor
 
 from icgd.core.episodes import Episodes
-from icgd.tasks.base import NextTokenObjective, draw_device, moved
+from icgd.tasks.base import IGNORE, MaskedNextToken, draw_device, masked_next_token_loss, moved
 
-#: the target of an unscored position
-IGNORE = -1
-
-
-def masked_next_token_loss(logits: Tensor, target: Tensor) -> Tensor:
-    """Per-sequence mean cross-entropy (B,) over the scored positions (target >= 0) of logits (B, T, V)."""
-    b, t, v = logits.shape
-    y = target.reshape(b * t).long()
-    ce = torch.nn.functional.cross_entropy(logits.reshape(b * t, v), y.clamp(min=0), reduction="none").reshape(b, t)
-    scored = (target.reshape(b, t) >= 0).to(ce.dtype)
-    return (ce * scored).sum(-1) / scored.sum(-1).clamp(min=1)
+__all__ = ["IGNORE", "AssociativeRecall", "masked_next_token_loss", "recall_accuracy"]
 
 
 def recall_accuracy(logits: Tensor, target: Tensor) -> Tensor:
@@ -47,7 +37,7 @@ def recall_accuracy(logits: Tensor, target: Tensor) -> Tensor:
     return hit.sum(-1) / scored.sum(-1).clamp(min=1)
 
 
-class AssociativeRecall(NextTokenObjective, BaseModel):
+class AssociativeRecall(MaskedNextToken, BaseModel):
     """Key-value pairs in context, queried later (see the module doc)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -80,22 +70,8 @@ class AssociativeRecall(NextTokenObjective, BaseModel):
         return 2 * self.n_pairs + 2 * self.n_queried - 1
 
     @property
-    def n_context(self) -> int:
-        return self.seq_len
-
-    @property
-    def n_queries(self) -> int:
-        return self.seq_len
-
-    @property
     def chance(self) -> float:
         return 2 / self.vocab
-
-    def evaluation_task(self) -> "AssociativeRecall":
-        return self
-
-    def loss(self, pred: Tensor, target: Tensor) -> Tensor:
-        return masked_next_token_loss(pred, target)
 
     def sample(self, batch: int, generator: torch.Generator | None = None,
                device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> Episodes:

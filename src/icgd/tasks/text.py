@@ -95,14 +95,6 @@ class TextLM(NextTokenObjective, BaseModel):
             return VOCAB
         return 8192 if self.vocab_size is None else self.vocab_size
 
-    @property
-    def n_context(self) -> int:
-        return self.seq_len
-
-    @property
-    def n_queries(self) -> int:
-        return self.seq_len
-
     def evaluation_task(self) -> "TextLM":
         """Held-out windows: the validation split's texts."""
         return self.model_copy(update={"split": "validation"}) if self.split == "train" else self
