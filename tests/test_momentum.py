@@ -279,11 +279,13 @@ def test_beta_study_trains_each_beta_and_learns_one_per_head(tmp_path):
 
     ctx = ExperimentContext(Path("unused"), Path("unused"), "quick", [0, 1, 2], "cpu", True, {}, create=False)
     configs = study._models(ctx)
-    assert configs["recall-beta0.9"].model.attention.momentum == 0.9
-    assert configs["recall-learnt"].model.attention.learn_momentum is True
-    assert configs["recall-vanilla"].model.attention.momentum is None
-    # vanilla and 0.5 are momentum-recall's and momentum-fewshot's own configs (one training with a shared cache)
+    assert configs["recall8-beta0.9"].model.attention.momentum == 0.9
+    assert configs["recall8-learnt"].model.attention.learn_momentum is True
+    assert configs["recall8-vanilla"].model.attention.momentum is None
+    # vanilla and 0.5 are momentum-recall's and momentum-fewshot's own configs under their own names, the
+    # cache's labels (one training with a shared cache)
     from icgd.experiments.dai import bursty, recall
 
-    assert configs["recall-beta0.5"] == recall.recall_config(ctx, 8, True)
-    assert configs["fewshot-vanilla"] == bursty.fewshot_config(ctx, 2, False)
+    assert configs["recall8-momentum"] == recall._models(ctx)["recall8-momentum"]
+    assert configs["fewshot2-vanilla"] == bursty._models(ctx)["fewshot2-vanilla"]
+    assert len(configs) == 2 * 7

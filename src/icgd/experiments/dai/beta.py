@@ -57,8 +57,14 @@ def _config(ctx: ExperimentContext, task: str, variant: str, attention: dict[str
     return build_config(raw | {"name": raw["name"].replace("vanilla", variant)})
 
 
+def _labels(ctx: ExperimentContext) -> dict[tuple[str, str], Any]:
+    """(task, variant) -> its config; the config's name is its cache label, so that vanilla and 0.5 are the
+    very runs of `momentum-recall` and `momentum-fewshot` in a shared cache."""
+    return {(task, name): _config(ctx, task, name, att) for task in SETTING for name, att in _variants()}
+
+
 def _models(ctx: ExperimentContext) -> dict[str, Any]:
-    return {f"{task}-{name}": _config(ctx, task, name, att) for task in SETTING for name, att in _variants()}
+    return {cfg.name: cfg for cfg in _labels(ctx).values()}
 
 
 @register("momentum-beta", "momentum attention's beta on associative recall and bursty few-shot classification: "
@@ -72,12 +78,12 @@ def beta(ctx: ExperimentContext) -> None:
     from icgd.core.episodes import make_generator
     from icgd.tasks.recall import recall_accuracy
 
-    configs = _models(ctx)
-    runs = {label: ctx.train(label, cfg) for label, cfg in configs.items()}
+    configs = _labels(ctx)
+    runs = {f"{task}-{name}": ctx.train(cfg.name, cfg) for (task, name), cfg in configs.items()}
     names = tuple(name for name, _ in _variants())
     rows, learnt_rows = [], []
     for task in SETTING:
-        t = configs[f"{task}-vanilla"].task
+        t = configs[(task, "vanilla")].task
         t = t.query_only() if hasattr(t, "query_only") else t  # few-shot: the query's accuracy
         tests = {task: t.sample(size(ctx, TEST), make_generator(TEST_SEED))}
         _, acc = score_models(ctx, runs, tests, "{n}-{model}", lambda m, ep: recall_accuracy(m.predict(ep), ep.query_y),
