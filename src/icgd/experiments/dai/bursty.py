@@ -73,9 +73,9 @@ def _models(ctx: ExperimentContext) -> dict[str, Any]:
 
 
 @register("momentum-fewshot", "vanilla vs momentum attention on few-shot classification of symbols in bursty "
-          "sequences (labels drawn afresh per sequence, query exemplars not necessarily shown): the premise "
+          "sequences (labels drawn afresh per sequence): the premise "
           "(vanilla far above a guess among the context's labels), then momentum minus vanilla query accuracy with a bootstrap interval "
-          "(Table 7's claim where small models learn in context)", SOURCE, quick_minutes=3, full_minutes=60,
+          "(Table 7's claim where small models learn in context)", SOURCE, quick_minutes=3, full_minutes=75,
           models=_models, deviations=(
               "a synthetic task instead of the source's classification data sets (Table 7). Reason: at the "
               "size that trains on 2 CPU cores the byte-level LMs do not learn those in context (dai-momentum); "
