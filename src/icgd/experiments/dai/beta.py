@@ -69,7 +69,7 @@ def _models(ctx: ExperimentContext) -> dict[str, Any]:
 
 @register("momentum-beta", "momentum attention's beta on associative recall and bursty few-shot classification: "
           "vanilla, fixed beta in 0.1..0.9, and beta learnt per head, each against vanilla with a paired "
-          "bootstrap interval; the learnt betas", SOURCE, quick_minutes=27, full_minutes=210, models=_models,
+          "bootstrap interval; the learnt betas", SOURCE, quick_minutes=34, full_minutes=250, models=_models,
           deviations=("the source fixes beta (its value is lost from our text); the sweep and the learnt beta "
                       "are this library's additions, asked for by issue 36",))
 def beta(ctx: ExperimentContext) -> None:
