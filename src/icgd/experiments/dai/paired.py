@@ -81,6 +81,30 @@ def summarize(ctx: ExperimentContext, prefix: str, scores: dict[tuple[int, str],
 
 #: the two models every synthetic study pairs
 MODELS = ("vanilla", "momentum")
+#: the token studies' models (`momentum-recall`, `momentum-fewshot`): width, layers, heads by mode (the
+#: shape of `dai-momentum`'s quick LMs), batch, Adam's rate (cosine decay after a 5% warm-up)
+TOKEN_SHAPE = {"smoke": (16, 1, 2), "quick": (64, 2, 2), "full": (64, 2, 2)}
+TOKEN_BATCH = {"smoke": 4, "quick": 64, "full": 64}
+TOKEN_LR = 3e-3
+
+
+def token_model_config(ctx: ExperimentContext, name: str, task: dict[str, Any], steps: int, beta: float | None):
+    """A causal LM of the token studies on `task`, vanilla (beta None) or with momentum attention at beta, the
+    same for both models but the attention."""
+    from icgd.experiments.common import eval_every
+    from icgd.train.config import build_config
+
+    d, n_layers, heads = TOKEN_SHAPE[ctx.mode]
+    small = ctx.mode == "smoke"
+    return build_config({
+        "name": name, "task": task,
+        "model": {"kind": "causal_lm", "d_model": d, "n_layers": n_layers, "n_heads": heads,
+                  "attention": {} if beta is None else {"momentum": beta}},
+        "optim": {"lr": TOKEN_LR, "schedule": "cosine", "warmup_steps": steps // 20},
+        "steps": steps, "batch_size": TOKEN_BATCH[ctx.mode], "seeds": ctx.seeds, "data": "per_seed",
+        "checkpoint_every": 500,
+        "eval": {"every": eval_every(ctx, steps, 10), "n_tasks": 4 if small else 256, "n_tune": 8 if small else 256,
+                 "reference": "unigram", "alignment_tasks": 0}})
 
 
 def score_models(ctx: ExperimentContext, runs: dict[str, Any], tests: dict[Any, Any], label: str,

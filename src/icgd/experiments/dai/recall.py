@@ -25,20 +25,16 @@ from icgd.experiments.common import Size, size
 from icgd.experiments.dai.icl_vs_ft import SOURCE
 from icgd.experiments.dai.keys import RECALL_SETTING
 from icgd.experiments.dai.momentum import BETA_DEVIATION, MOMENTUM_BETA
-from icgd.experiments.dai.paired import per_seed_figure, score_models, summarize
+from icgd.experiments.dai.paired import per_seed_figure, score_models, summarize, token_model_config
 from icgd.experiments.registry import ExperimentContext, register
 
 #: key-value pairs per sequence, by mode (the sequence has 4N - 1 input tokens)
 PAIRS = {"smoke": (2,), "quick": (4, 8), "full": (4, 8, 16)}
 #: tokens: 32 keys and 32 values, so chance is 1/32
 VOCAB = Size(quick=64, full=64, smoke=16)
-#: model width, layers, heads: the shape of `dai-momentum`'s LMs
-SHAPE = {"smoke": (16, 1, 2), "quick": (64, 2, 2), "full": (64, 2, 2)}
 #: measured (2 seeds, N = 8, lr 3e-3, batch 64, alone on 2 cores): 1000 steps 45 s and vanilla accuracy 0.24,
 #: 4000 steps 177 s and 0.35, against chance 0.031; quick mode stops where both models are well above chance
 STEPS = Size(quick=2500, full=10_000, smoke=6)
-BATCH = Size(quick=64, full=64, smoke=4)
-LR = 3e-3
 TEST = Size(quick=1024, full=4096, smoke=16)
 TEST_SEED = 20_261_126
 BOOT = Size(quick=1000, full=2000, smoke=50)
@@ -47,21 +43,9 @@ PREMISE_FACTOR = 5.0
 
 
 def recall_config(ctx: ExperimentContext, n_pairs: int, momentum: bool):
-    from icgd.experiments.common import eval_every
-    from icgd.train.config import build_config
-
-    d, n_layers, heads = SHAPE[ctx.mode]
-    steps = size(ctx, STEPS)
-    return build_config({
-        "name": f"recall{n_pairs}-{'momentum' if momentum else 'vanilla'}",
-        "task": {"kind": "recall", "vocab": size(ctx, VOCAB), "n_pairs": n_pairs},
-        "model": {"kind": "causal_lm", "d_model": d, "n_layers": n_layers, "n_heads": heads,
-                  "attention": {"momentum": MOMENTUM_BETA} if momentum else {}},
-        "optim": {"lr": LR, "schedule": "cosine", "warmup_steps": steps // 20},
-        "steps": steps, "batch_size": size(ctx, BATCH), "seeds": ctx.seeds, "data": "per_seed",
-        "checkpoint_every": 500,
-        "eval": {"every": eval_every(ctx, steps, 10), "n_tasks": 256 if ctx.mode != "smoke" else 4,
-                 "n_tune": 256 if ctx.mode != "smoke" else 8, "reference": "unigram", "alignment_tasks": 0}})
+    return token_model_config(ctx, f"recall{n_pairs}-{'momentum' if momentum else 'vanilla'}",
+                              {"kind": "recall", "vocab": size(ctx, VOCAB), "n_pairs": n_pairs}, size(ctx, STEPS),
+                              MOMENTUM_BETA if momentum else None)
 
 
 def _models(ctx: ExperimentContext) -> dict[str, Any]:
