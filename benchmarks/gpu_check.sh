@@ -1,20 +1,50 @@
 #!/bin/bash
-# The device checks of issue 37, in one run on a CUDA machine (prepared without one; see the README's GPU notes):
+# The device checks of issue 37, in one run on a CUDA machine (prepared without one; see docs/gpu.md):
 #   1. the CUDA graph step's capture test (tests/test_graphed.py, skipped without CUDA elsewhere);
 #   2. side-by-side speed: the graph step, the eager step and the same math in JAX (where importable), 1 and 8
-#      seeds, the three workloads; JSON under $OUT (or ./gpu-check).
+#      seeds, the three workloads (train_speed.json);
+#   3. the full linear suite (`icgd verify oswald`, full mode) on the GPU, its models trained side by side
+#      (oswald.json: claims, seconds, profile; oswald-run.tar.gz: its run directories and model cache), within what is
+#      left of BUDGET_S seconds (default 560), then, time permitting, the quick suite (oswald-quick.json).
+# If the capture test fails, the suites run with ICGD_CUDA_GRAPH=0 (the eager step) and say so.
 # Usage: bash benchmarks/gpu_check.sh   (expects icgd importable: pip install -e . or PYTHONPATH=src)
 set -u
 out="${OUT:-gpu-check}"
-mkdir -p "$out"
-python -c "import torch; print(torch.__version__, torch.cuda.get_device_name(0))" | tee "$out/device.txt"
-python -m pytest -q -x tests/test_graphed.py -p no:cacheprovider 2>&1 | tail -5 | tee "$out/test_graphed.txt"
-python benchmarks/train_speed.py --device cuda --seeds 1,8 --steps 200 --naive-steps 3 --json > "$out/train_speed.json" \
-  2> "$out/train_speed.err"; echo "train_speed rc=$?" | tee -a "$out/device.txt"
+budget="${BUDGET_S:-560}"
+workers="${WORKERS:-6}"
+device="${DEVICE:-cuda}"  # DEVICE=cpu FULL=--smoke QUICK=--smoke STEPS=3: a dry run of this script without a GPU
+steps="${STEPS:-1000}"
+work=/tmp/gpu-check; rm -rf "$work"; mkdir -p "$out" "$work"
+export XLA_PYTHON_CLIENT_PREALLOCATE=false  # JAX takes memory as it needs it, beside torch
+python -c "import torch; print(torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA')" | tee "$out/device.txt"
+timeout 120 python -m pytest -q -x tests/test_graphed.py -p no:cacheprovider > "$work/test_graphed.txt" 2>&1
+rc=$?; tail -15 "$work/test_graphed.txt" | tee -a "$out/device.txt"; echo "test_graphed rc=$rc" | tee -a "$out/device.txt"
+[ "$rc" = 0 ] || export ICGD_CUDA_GRAPH=0
+timeout 240 python benchmarks/train_speed.py --device "$device" --seeds 1,8 --steps "$steps" --naive-steps 3 --json \
+  > "$out/train_speed.json" 2> "$out/train_speed.err"; echo "train_speed rc=$? at ${SECONDS}s" | tee -a "$out/device.txt"
 python - "$out/train_speed.json" <<'PY'
 import json, sys
-d = json.load(open(sys.argv[1]))
+try:
+    d = json.load(open(sys.argv[1]))
+except ValueError:
+    sys.exit("no train_speed.json")
 for r in d["models"]:
     print(f"{r['name']:<10} {r['seeds']:>2} seeds: engine {r['seed_steps_per_s']:>9} ({r['step']}), eager "
           f"{r['eager_seed_steps_per_s']}, JAX {r['jax_seed_steps_per_s']}, engine/JAX {r['ratio_to_jax']}")
 PY
+left=$((budget - SECONDS))
+echo "oswald full: ${left}s left, $workers workers, ICGD_CUDA_GRAPH=${ICGD_CUDA_GRAPH:-1}" | tee -a "$out/device.txt"
+timeout "$left" python -m icgd.cli verify oswald ${FULL:-} --device "$device" --workers "$workers" --quiet --json \
+  --out "$work/oswald" > "$out/oswald.json" 2> "$out/suites.err"
+echo "oswald full rc=$? at ${SECONDS}s" | tee -a "$out/device.txt"
+left=$((budget - SECONDS))
+if [ "$left" -gt 30 ]; then
+  timeout "$left" python -m icgd.cli verify oswald ${QUICK:---quick} --device "$device" --workers "$workers" --quiet --json \
+    --out "$work/oswald-quick" > "$out/oswald-quick.json" 2>> "$out/suites.err"
+  echo "oswald quick rc=$? at ${SECONDS}s" | tee -a "$out/device.txt"
+fi
+# what the runs wrote (the trained weights too, where they fit in 15 MB; 8 files come back at most)
+tar czf "$out/oswald-run.tar.gz" -C "$work" . 2>/dev/null
+[ "$(stat -c %s "$out/oswald-run.tar.gz")" -lt 15000000 ] || \
+  tar czf "$out/oswald-run.tar.gz" -C "$work" --exclude='*.safetensors' . 2>/dev/null
+ls -la "$out" | tee -a "$out/device.txt"
