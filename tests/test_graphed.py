@@ -4,6 +4,7 @@ does. What only a GPU shows (the capture, the replay, the speed) is in the last 
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from icgd.tasks.categorical import CategoricalQuadrants
 from icgd.train.backends import select
@@ -71,6 +72,41 @@ def test_graph_step_moves_the_weights_as_the_stepper(preset, over):
             torch.testing.assert_close(params[k].detach(), ref.params[k].detach(), rtol=1e-10, atol=1e-13)
     assert any((params[k] - init_params(cfg, "cpu")[k]).abs().max() > 1e-3 for k in names)
     assert not bool(gs.bad)
+
+
+class _HostReads(TorchDispatchMode):
+    """Records the ops that read a tensor's value back to the host (`.item()`, `int(t)`, indexing with a 0-d
+    tensor, `nonzero`): a CUDA graph capture fails on each of them (cudaErrorStreamCaptureUnsupported)."""
+
+    READS = ("aten._local_scalar_dense", "aten.nonzero", "aten.lift_fresh", "aten._to_copy")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if str(func).startswith(self.READS):
+            self.reads.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("preset,over", [("lsa-1", {}), ("lsa-5", {"data": "per_seed"}),
+                                         ("softmax-2", {"optim.schedule": "cosine", "optim.warmup_steps": 2,
+                                                        "optim.weight_decay": 0.1})])
+def test_graph_step_reads_nothing_back_to_the_host(preset, over):
+    """What a capture refuses, seen on the CPU: the whole step (drawing the batch, the losses, the gradients,
+    clipping, Adam) dispatches no op that reads a value to the host or copies host data in."""
+    cfg = _config(preset=preset, **over)
+    params = init_params(cfg, "cpu")
+    names = trainable_names(cfg)
+    for k in names:
+        params[k].requires_grad_(True)
+    gs = GraphStep(cfg, params, names, select(cfg, "cpu"), torch.device("cpu"))
+    with _HostReads() as mode:
+        for _ in range(2):
+            gs.compute(gs.batch())
+    assert mode.reads == []
+    assert int(gs.opt.t_dev) == 2  # the step ran (and its count moved on the device)
 
 
 def test_graph_step_draws_one_batch_per_step_on_its_generator():

@@ -72,8 +72,10 @@ class StaticAdam:
     def update(self, grads: list[Tensor]) -> None:
         """One update at the device's step count, which then moves on (no host read: capturable)."""
         cfg = self.cfg
-        i = self.t_dev.clamp(max=self.total - 1)
-        lr, step_size, bc2 = self.lr[i], self.step_size[i], self.bc2_sqrt[i]
+        # index_select, not `self.lr[i]`: indexing with a 0-d tensor reads it on the host (`.item()`), which a
+        # capture refuses (cudaErrorStreamCaptureUnsupported, seen on an H100); test_graphed checks for host reads
+        i = self.t_dev.clamp(max=self.total - 1).view(1)
+        lr, step_size, bc2 = (x.index_select(0, i).view(()) for x in (self.lr, self.step_size, self.bc2_sqrt))
         for p, g, m, v in zip(self.tensors, grads, self.m, self.v):
             if cfg.weight_decay:
                 if cfg.name == "adamw":
