@@ -1,5 +1,5 @@
 #!/bin/bash
-# The device checks of issue 37, in one run on a CUDA machine (prepared without one; see docs/gpu.md):
+# The device checks of issue 37, in one run on a CUDA machine (docs/concepts/training.md, "The CUDA graph step"):
 #   1. the CUDA graph step's capture test (tests/test_graphed.py, skipped without CUDA elsewhere);
 #   2. side-by-side speed: the graph step, the eager step and the same math in JAX (where importable), 1 and 8
 #      seeds, the three workloads (train_speed.json);
