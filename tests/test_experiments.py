@@ -63,6 +63,8 @@ def _tiny(ctx: ExperimentContext) -> None:
     ctx.result("final", res.summary["seeds"][0]["final_eval_loss"])
     ctx.result("train_dir", str(res.run_dir))
     ctx.report("a statement", f"{ctx.results['final']:.3f}")
+    ctx.note("a note between two rows")
+    ctx.report("a second statement", "measured")
 
 
 @suite("test-suite")
@@ -75,7 +77,11 @@ def test_verify_runs_experiments_caches_models_and_reports(tmp_path, capsys):
     rep = verify("test-suite", tmp_path, quick=True, seeds=[0])
     assert rep["suite"] == "test-suite" and rep["claims"][0]["passed"]
     first = json.loads((tmp_path / "test-tiny" / "results.json").read_text())
-    assert "| a statement |" in (tmp_path / "test-tiny" / "report.md").read_text()
+    report = (tmp_path / "test-tiny" / "report.md").read_text()
+    assert "| a statement |" in report
+    # a note goes under the table, which keeps its rows together
+    assert report.index("| a second statement |") < report.index("a note between two rows")
+    assert "|\n| a second statement |" in report
     ckpt = tmp_path / "_train" / first["train_dir"].split("/")[-1] / "checkpoint.safetensors"
     stamp = ckpt.stat().st_mtime_ns
     verify("test-suite", tmp_path, quick=True, seeds=[0])  # cached: not trained again

@@ -16,9 +16,11 @@ def test_sequences_hold_pairs_then_queried_keys_with_their_values():
     ep = task.sample(64, make_generator(0))
     assert ep.query_x.shape == (64, task.seq_len, 1) == (64, 15, 1)
     x, y = ep.query_x[..., 0].long(), ep.query_y[..., 0].long()
+    repeated = 0
     for b in range(64):
         keys, values = x[b, 0:10:2], x[b, 1:10:2]
         assert len(set(keys.tolist())) == 5 and keys.max() < 10 and values.min() >= 10  # distinct keys, halves
+        assert len(set(values.tolist())) == 5  # distinct values: their frequencies tell nothing
         table = dict(zip(keys.tolist(), values.tolist()))
         scored = (y[b] >= 0).nonzero()[:, 0].tolist()
         assert scored == [10, 12, 14]  # the query keys' positions, and only them
@@ -26,9 +28,35 @@ def test_sequences_hold_pairs_then_queried_keys_with_their_values():
             assert y[b, i] == table[int(x[b, i])]  # a query key's target is its value in context
             if i + 1 < task.seq_len:
                 assert x[b, i + 1] == y[b, i]  # the value follows as the next input
+        repeated += len(set(x[b, scored].tolist())) < 3
+    assert repeated > 5  # probes drawn independently: a key is sometimes asked twice
     # fresh pairs per sequence: the same key maps to other values in other sequences
     assert len({(int(x[b, 0]), int(x[b, 1])) for b in range(64)}) > 40
     assert task.chance == pytest.approx(0.1)
+    assert torch.equal(task.guess_accuracy(ep), torch.full((64,), 0.2))
+
+
+@pytest.mark.parametrize("probes,expected", [("independent", 0.25), ("each_once", (1 + 1 / 2 + 1 / 3 + 1 / 4) / 4)])
+def test_a_learner_that_does_not_read_the_key_scores_the_guess(probes, expected):
+    """The best keyless answer, a context value not asked yet, scores `guess_accuracy`: 1/N with independent
+    probes; with the earlier `each_once` probes (every key asked once), (1 + 1/2 + ... + 1/N) / N, the
+    shortcut that version left open."""
+    task = AssociativeRecall(vocab=64, n_pairs=4, probes=probes)
+    ep = task.sample(4000, make_generator(3))
+    x, y = ep.query_x[..., 0].long(), ep.query_y[..., 0].long()
+    n = task.n_pairs
+    gen = torch.Generator().manual_seed(0)
+    values = x[:, 1:2 * n:2]
+    hits = []
+    for i in range(n):  # the i-th probe: a uniform pick among the values not shown after an earlier probe
+        pos = 2 * n + 2 * i
+        asked = x[:, 2 * n + 1:pos:2]
+        left = ~(values[:, :, None] == asked[:, None, :]).any(-1)
+        pick = torch.multinomial(left.float(), 1, generator=gen)[:, 0]
+        hits.append(values.gather(1, pick[:, None])[:, 0] == y[:, pos])
+    acc = float(torch.stack(hits).float().mean())
+    assert acc == pytest.approx(expected, abs=0.02)
+    assert float(task.guess_accuracy(ep).mean()) == pytest.approx(expected)
 
 
 def test_loss_and_accuracy_read_the_scored_positions_only():
@@ -49,8 +77,9 @@ def test_bad_recall_settings():
         AssociativeRecall(vocab=9)
     with pytest.raises(ValueError, match="do not fit"):
         AssociativeRecall(vocab=8, n_pairs=5)
+    assert AssociativeRecall(n_pairs=3, queries=4).seq_len == 13  # more probes than keys: some asked twice
     with pytest.raises(ValueError, match="more than"):
-        AssociativeRecall(n_pairs=3, queries=4)
+        AssociativeRecall(n_pairs=3, queries=4, probes="each_once")
 
 
 def test_the_causal_lm_trains_on_recall(tmp_path):
@@ -60,7 +89,7 @@ def test_the_causal_lm_trains_on_recall(tmp_path):
     cfg = build_config({"name": "r", "task": {"kind": "recall", "vocab": 16, "n_pairs": 3},
                         "model": {"kind": "causal_lm", "d_model": 16, "n_layers": 1, "n_heads": 2},
                         "steps": 30, "batch_size": 16, "seeds": [0], "optim": {"lr": 3e-3},
-                        "eval": {"every": 15, "n_tasks": 32, "n_tune": 32, "reference": "unigram",
+                        "eval": {"every": 15, "n_tasks": 256, "n_tune": 256, "reference": "unigram",
                                  "alignment_tasks": 0}})
     res = train(cfg, tmp_path / "run")
     rows = res.metrics_frame()

@@ -90,6 +90,8 @@ class ExperimentContext:
     options: dict[str, Any] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
     report_lines: list[str] = field(default_factory=list)
+    #: paragraphs of the report, written under its table (not inside it, where they would break the rows)
+    notes: list[str] = field(default_factory=list)
     #: the experiment's declared models (`Experiment.models`), or None when it declares none
     declared: dict[str, TrainConfig] | None = None
     #: make the output and cache directories (False: a context only to resolve configs, `icgd reproduce --plan`)
@@ -192,7 +194,7 @@ class ExperimentContext:
         self.report_lines.append(f"| {paper} | {measured} |")
 
     def note(self, text: str) -> None:
-        self.report_lines.append(f"\n{text}\n")
+        self.notes.append(text)
 
 
 def mode_of(quick: bool = False, smoke: bool = False) -> Mode:

@@ -58,7 +58,8 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
               f"seeds {ctx.seeds}; {seconds:.0f} s.", "", "| the paper | measured here |", "|---|---|"]
     footer = ["", "## Deviations from the authors' set-up", ""] + [f"- {d}" for d in exp.deviations] \
         if exp.deviations else []
-    write_text(out / "report.md", "\n".join(header + ctx.report_lines + footer) + "\n")
+    notes = [line for text in ctx.notes for line in ("", text)]
+    write_text(out / "report.md", "\n".join(header + ctx.report_lines + notes + footer) + "\n")
     return ExperimentResults(ctx.results, out)
 
 

@@ -9,8 +9,9 @@ learns in context within minutes on a CPU. For each number of pairs N, a vanilla
 scored on the same held-out sequences: the share of query keys whose value is the most probable next
 token.
 
-The premise comes first: the vanilla model must recall far above chance (its accuracy, lower end of the 95%
-interval, at least `PREMISE_FACTOR` times chance). The comparison is the accuracy of momentum minus vanilla,
+The premise comes first: the vanilla model must read the query key, its accuracy (lower end of the 95%
+interval) at least `PREMISE_FACTOR` times that of the best answer that does not (a uniform guess among the
+context's N values, `AssociativeRecall.guess_accuracy`). The comparison is the accuracy of momentum minus vanilla,
 averaged over the settings where the premise holds, with a percentile-bootstrap interval that resamples
 seeds and held-out sequences, the two models paired (same seed, same sequences).
 """
@@ -38,8 +39,11 @@ STEPS = Size(quick=2500, full=10_000, smoke=6)
 TEST = Size(quick=1024, full=4096, smoke=16)
 TEST_SEED = 20_261_126
 BOOT = Size(quick=1000, full=2000, smoke=50)
-#: the premise: vanilla recalls at least this many times chance (lower end of its interval)
-PREMISE_FACTOR = 5.0
+#: the premise: vanilla's accuracy at least this many times the keyless guess's 1/N (lower end of its interval),
+#: the bar of momentum-fewshot. A model that answers with a context value without reading the key scores 1x;
+#: twice needs the key read in most sequences (until issue 36's review this was 5x chance, 1/32, which a keyless
+#: model passed: see `icgd.tasks.recall`)
+PREMISE_FACTOR = 2.0
 
 
 def recall_config(ctx: ExperimentContext, n_pairs: int, momentum: bool):
@@ -54,7 +58,7 @@ def _models(ctx: ExperimentContext) -> dict[str, Any]:
 
 
 @register("momentum-recall", "vanilla vs momentum attention on multi-query associative recall at several numbers "
-          "of key-value pairs: the premise (vanilla far above chance), then momentum minus vanilla accuracy with "
+          "of key-value pairs: the premise (vanilla far above a context value guessed without reading the key), then momentum minus vanilla accuracy with "
           "a bootstrap interval (Table 7's claim where small models learn in context)", SOURCE, quick_minutes=9,
           full_minutes=100, models=_models, deviations=(
               "a synthetic task instead of the source's classification data sets (Table 7). Reason: at the "
@@ -73,29 +77,33 @@ def recall(ctx: ExperimentContext) -> None:
     rows, acc = score_models(ctx, runs, tests, "recall{n}-{model}",
                              lambda model, ep: recall_accuracy(model.predict(ep), ep.query_y), "n_pairs", "accuracy")
     chance = {n: t.chance for n, t in tasks.items()}
-    ctx.table("recall", [r | {"chance": chance[r["n_pairs"]]} for r in rows])
-    _results(ctx, acc, chance)
+    guess = {n: float(t.guess_accuracy(tests[n]).mean()) for n, t in tasks.items()}
+    ctx.table("recall", [r | {"chance": chance[r["n_pairs"]], "guess": guess[r["n_pairs"]]} for r in rows])
+    _results(ctx, acc, chance, guess)
     per_seed_figure(ctx, "recall", rows, "n_pairs", "accuracy", "associative recall, per seed",
-                    "accuracy at the query keys", "key-value pairs N", (chance, "chance"))
+                    "accuracy at the query keys", "key-value pairs N", (guess, "a context value, key unread"))
 
 
-def _results(ctx: ExperimentContext, acc: dict[tuple[int, str], np.ndarray], chance: dict[int, float]) -> None:
-    """Point values, the premise per setting (vanilla's accuracy over chance) and the comparison, with
-    bootstrap replicates over seeds and held-out sequences (`paired.summarize`)."""
-    kept = summarize(ctx, "recall", acc, size(ctx, BOOT), TEST_SEED, lambda n, a: a / chance[n], PREMISE_FACTOR,
+def _results(ctx: ExperimentContext, acc: dict[tuple[int, str], np.ndarray], chance: dict[int, float],
+             guess: dict[int, float]) -> None:
+    """Point values, the premise per setting (vanilla's accuracy over the keyless guess's) and the comparison,
+    with bootstrap replicates over seeds and held-out sequences (`paired.summarize`)."""
+    kept = summarize(ctx, "recall", acc, size(ctx, BOOT), TEST_SEED, lambda n, a: a / guess[n], PREMISE_FACTOR,
                      above=True, better=1.0)
     r = ctx.results
     for n in PAIRS[ctx.mode]:
         key = RECALL_SETTING.format(n=n, key="{}")
         ctx.result(key.format("chance"), chance[n])
+        ctx.result(key.format("guess"), guess[n])
         lo, hi = r[key.format("difference_interval")]
         p_lo = r[key.format("premise_interval")][0]
         if n not in kept:
             ctx.note(f"N = {n}: left out of the comparison: the vanilla model's accuracy {r[key.format('vanilla')]:.3f} "
-                     f"is not above {PREMISE_FACTOR:g} x chance ({chance[n]:.3f}) with 95% confidence")
-        ctx.report(f"N = {n} pairs: the premise, vanilla recalls far above chance",
-                   f"vanilla {r[key.format('vanilla')]:.3f} = {r[key.format('premise')]:.1f} x chance {chance[n]:.3f} "
-                   f"(95% lower end {p_lo:.1f} x): " + ("holds" if n in kept else "**does not hold: left out**"))
+                     f"is not above {PREMISE_FACTOR:g} x the keyless guess ({guess[n]:.3f}) with 95% confidence")
+        ctx.report(f"N = {n} pairs: the premise, vanilla reads the query key",
+                   f"vanilla {r[key.format('vanilla')]:.3f} = {r[key.format('premise')]:.2f} x the keyless guess "
+                   f"{guess[n]:.3f} (chance {chance[n]:.3f}; 95% lower end {p_lo:.2f} x): "
+                   + ("holds" if n in kept else "**does not hold: left out**"))
         ctx.report(f"N = {n} pairs: momentum attention recalls better (Table 7's claim)",
                    f"momentum {r[key.format('momentum')]:.3f}, vanilla {r[key.format('vanilla')]:.3f}: difference "
                    f"{r[key.format('difference')]:+.3f}, 95% interval [{lo:+.3f}, {hi:+.3f}]")
