@@ -203,8 +203,9 @@ def test_a_sweep_over_momentum_beta_from_the_example_config(tmp_path):
     import torch
 
     example = Path(__file__).parent.parent / "examples" / "momentum-recall.yaml"
-    tiny = ["steps=8", "batch_size=8", "eval.every=4", "eval.n_tasks=16", "eval.n_tune=16", "model.d_model=16",
-            "task.n_pairs=4"]
+    # a rate that moves a learnt beta visibly in 8 steps
+    tiny = ["steps=8", "optim.lr=0.02", "batch_size=8", "eval.every=4", "eval.n_tasks=16", "eval.n_tune=16",
+            "model.d_model=16", "task.n_pairs=4"]
     plan = make_plan(str(example), ["model.attention.momentum=0.2,0.8", "model.attention.learn_momentum=false,true",
                                     *tiny], seeds=[0])
     assert [plan.config(t).model.attention.momentum for t in plan.trials] == [0.2, 0.2, 0.8, 0.8]

@@ -219,7 +219,8 @@ class CausalLMConfig(ModelSection):
     n_layers: int = Field(2, ge=1)
     n_heads: int = Field(2, ge=1)
     mlp_ratio: int = Field(4, ge=1)
-    init_std: float = Field(0.02, gt=0, description="std of the attention weights at initialisation")
+    init_std: float | None = Field(None, gt=0, description="std of the attention weights at initialisation "
+                                   "(null: 1 / sqrt(2 d_model), the source's fairseq models')")
     max_len: int | None = Field(None, ge=2, description="the longest sequence the model reads (null: any); "
                                                         "training windows must fit")
     attention: AttentionOptions = AttentionOptions(causal=True)

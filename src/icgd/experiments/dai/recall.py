@@ -33,8 +33,8 @@ from icgd.experiments.registry import ExperimentContext, register
 PAIRS = {"smoke": (2,), "quick": (4, 8), "full": (4, 8, 16)}
 #: tokens: 32 keys and 32 values, so chance is 1/32
 VOCAB = Size(quick=64, full=64, smoke=16)
-#: measured (2 seeds, N = 8, lr 3e-3, batch 64, alone on 2 cores): 1000 steps 45 s and vanilla accuracy 0.24,
-#: 4000 steps 177 s and 0.35, against chance 0.031; quick mode stops where both models are well above chance
+#: measured on the fixed task (1 seed, N = 4, lr 1e-3, attention init 1/sqrt(2 d), alone on 2 cores): held-out
+#: loss 1.57 at 1000 steps (the keyless guess's is log 4 = 1.39), 0.04 at 2000, 0.03 at 2500 (52 s)
 STEPS = Size(quick=2500, full=10_000, smoke=6)
 TEST = Size(quick=1024, full=4096, smoke=16)
 TEST_SEED = 20_261_126
