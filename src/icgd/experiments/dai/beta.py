@@ -128,10 +128,15 @@ def _figure(ctx: ExperimentContext, rows, learnt_rows) -> None:
     for ax, task in zip(axes, SETTING):
         mine = {r["model"]: r for r in rows if r["task"] == task}
         fixed = [mine[f"beta{b:g}"] for b in BETAS]
-        ax.errorbar(BETAS, [r["accuracy"] for r in fixed], fmt="o-", color="C1",
-                    label="fixed beta (95% interval of the difference from vanilla)",
-                    yerr=[[r["difference"] - r["low"] for r in fixed], [r["high"] - r["difference"] for r in fixed]])
-        ax.axhline(mine["vanilla"]["accuracy"], color="C0", ls="--", label="vanilla")
+        # each seed's accuracy beside the mean (the paired intervals of the differences are in beta.csv: an
+        # interval of a difference drawn around an accuracy left [0, 1])
+        ax.plot(BETAS, [r["accuracy"] for r in fixed], "o-", color="C1", label="fixed beta (mean over seeds)")
+        for b, r in zip(BETAS, fixed):
+            ax.plot([b] * len(r["seed_accuracies"]), r["seed_accuracies"], ".", color="C1", alpha=0.5)
+        ax.axhline(mine["vanilla"]["accuracy"], color="C0", ls="--", label="vanilla (mean; its seeds at left)")
+        ax.plot([0.0] * len(mine["vanilla"]["seed_accuracies"]), mine["vanilla"]["seed_accuracies"], ".",
+                color="C0", alpha=0.5)
+        ax.set_ylim(-0.02, 1.05)
         betas = [r["beta"] for r in learnt_rows if r["task"] == task]
         ax.plot([float(np.median(betas))], [mine["learnt"]["accuracy"]], "k*", ms=10, label="learnt (median beta)")
         ax.legend(fontsize=7)
