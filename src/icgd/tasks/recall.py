@@ -91,11 +91,9 @@ class AssociativeRecall(MaskedNextToken, BaseModel):
         """(B,) the accuracy of the best answer that does not read the query key: with independent probes, one
         of the context's N distinct values, uniformly (nothing else tells which), 1/N; with `each_once`, one
         of the values not asked yet, 1/(N - i) at the i-th probe, averaged over the probes."""
-        if self.probes == "each_once":
-            n = self.n_pairs
-            value = sum(1 / (n - i) for i in range(self.n_queried)) / self.n_queried
-            return torch.full((ep.query_x.shape[0],), value, dtype=ep.query_x.dtype, device=ep.query_x.device)
-        return torch.full((ep.query_x.shape[0],), 1 / self.n_pairs, dtype=ep.query_x.dtype, device=ep.query_x.device)
+        n, q = self.n_pairs, self.n_queried
+        value = sum(1 / (n - i) for i in range(q)) / q if self.probes == "each_once" else 1 / n
+        return torch.full((ep.query_x.shape[0],), value, dtype=ep.query_x.dtype, device=ep.query_x.device)
 
     def sample(self, batch: int, generator: torch.Generator | None = None,
                device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> Episodes:

@@ -11,8 +11,8 @@ token.
 
 The premise comes first: the vanilla model must read the query key, its accuracy (lower end of the 95%
 interval) at least `PREMISE_FACTOR` times that of the best answer that does not (a uniform guess among the
-context's N values, `AssociativeRecall.guess_accuracy`). The comparison is the accuracy of momentum minus vanilla,
-averaged over the settings where the premise holds, with a percentile-bootstrap interval that resamples
+context's N values, `AssociativeRecall.guess_accuracy`). The comparison is the accuracy of momentum minus
+vanilla, averaged over the settings where the premise holds, with a percentile-bootstrap interval that resamples
 seeds and held-out sequences, the two models paired (same seed, same sequences).
 """
 
@@ -58,8 +58,9 @@ def _models(ctx: ExperimentContext) -> dict[str, Any]:
 
 
 @register("momentum-recall", "vanilla vs momentum attention on multi-query associative recall at several numbers "
-          "of key-value pairs: the premise (vanilla far above a context value guessed without reading the key), then momentum minus vanilla accuracy with "
-          "a bootstrap interval (Table 7's claim where small models learn in context)", SOURCE, quick_minutes=9,
+          "of key-value pairs: the premise (vanilla far above a context value guessed without reading the key), "
+          "then momentum minus vanilla accuracy with a bootstrap interval (Table 7's claim where small models "
+          "learn in context)", SOURCE, quick_minutes=9,
           full_minutes=100, models=_models, deviations=(
               "a synthetic task instead of the source's classification data sets (Table 7). Reason: at the "
               "size that trains on 2 CPU cores the byte-level LMs do not learn those in context (dai-momentum), "
