@@ -28,6 +28,22 @@ def test_causal_lm_never_reads_later_bytes(momentum):
     assert (a[:, 20:] - b[:, 20:]).abs().max() > 1e-6
 
 
+@pytest.mark.parametrize("scale", [None, 1.0])
+def test_token_codes_are_scaled_as_fairseq_before_the_positions(scale):
+    """The stack reads sqrt(d) E[ids] + positions by default (fairseq's embed_scale), E[ids] + positions at 1."""
+    from icgd.learners.causal_lm import sinusoidal_positions
+
+    lm = CausalLM(256, lm_stack_config(16, 2, 2, 2, AttentionOptions(causal=True)), dtype=torch.float64,
+                  generator=make_generator(0), embed_scale=scale)
+    ids = torch.randint(0, 256, (2, 7), generator=make_generator(4))
+    cache: dict = {}
+    with lm.stack.hooks.caching(cache):
+        lm.logits(ids)
+    factor = 4.0 if scale is None else scale
+    want = factor * lm.embed[ids] + sinusoidal_positions(7, 16, torch.float64, ids.device)
+    torch.testing.assert_close(cache["resid_pre"], want, rtol=0, atol=1e-12)
+
+
 def test_momentum_changes_the_model_and_keeps_the_parameter_count():
     van, mom = _lm(None), _lm(0.5)
     assert sum(p.numel() for p in van.parameters()) == sum(p.numel() for p in mom.parameters())

@@ -42,6 +42,16 @@ def default_init_std(d_model: int) -> float:
     return (2 * d_model) ** -0.5
 
 
+def default_embed_scale(d_model: int) -> float:
+    """sqrt(d_model), the factor of the source's fairseq LMs on their token embeddings before the positions are
+    added (microsoft/LMOps, understand_icl/fairseq/fairseq/models/transformer/transformer_decoder.py lines 81
+    and 309, `no_scale_embedding` False by default: models/transformer_lm.py line 377). With the embeddings'
+    init std 1 / sqrt(d_model) (models/transformer/transformer_base.py line 177, as here) a token's code then
+    has entries of size 1, as the sine/cosine positions do; unscaled, the positions outweigh it 8 to 1 at
+    d_model = 64. The output logits use the unscaled (tied) embedding, as fairseq's shared projection does."""
+    return math.sqrt(d_model)
+
+
 def lm_stack_config(d_model: int, n_layers: int, n_heads: int, mlp_ratio: int, attention: AttentionOptions,
                     init_std: float | None = None) -> StackConfig:
     """The stack of a causal LM: pre-norm blocks, causal softmax attention over every earlier token, heads
@@ -63,9 +73,11 @@ class CausalLM(nn.Module):
 
     def __init__(self, vocab: int, config: StackConfig, dtype: torch.dtype = torch.float32,
                  device: torch.device | str | None = None, generator: torch.Generator | None = None,
-                 name: str = "causal_lm", max_len: int | None = None) -> None:
+                 name: str = "causal_lm", max_len: int | None = None, embed_scale: float | None = None) -> None:
         super().__init__()
         d = config.d_model
+        #: the token embeddings' factor (`default_embed_scale` where None)
+        self.embed_scale = default_embed_scale(d) if embed_scale is None else float(embed_scale)
         #: the longest sequence it reads (None: any); the experiments set the training length
         self.max_len = max_len
         self.embed = nn.Parameter(torch.empty(vocab, d, dtype=dtype, device=device))
@@ -82,7 +94,7 @@ class CausalLM(nn.Module):
         if self.max_len is not None and t_len > self.max_len:
             raise ShapeError(f"a sequence of {t_len} tokens is longer than the model's limit of {self.max_len} "
                              "(model.max_len)")
-        x = self.embed[ids] + sinusoidal_positions(t_len, self.embed.shape[1], self.embed.dtype, ids.device)
+        x = self.embed_scale * self.embed[ids] + sinusoidal_positions(t_len, self.embed.shape[1], self.embed.dtype, ids.device)
         x = self.stack(x, t_len)
         return self.ln_f(x) @ self.embed.T
 
@@ -105,4 +117,5 @@ class CausalLM(nn.Module):
     def describe(self) -> dict[str, Any]:
         a = self.stack.config.attention
         return {"learner": self.name, "layers": self.stack.config.n_layers, "d_model": a.d_model,
-                "heads": a.n_heads, "momentum": a.momentum, "max_len": self.max_len}
+                "heads": a.n_heads, "momentum": a.momentum, "max_len": self.max_len,
+                "embed_scale": self.embed_scale}

@@ -223,6 +223,8 @@ class CausalLMConfig(ModelSection):
                                    "(null: 1 / sqrt(2 d_model), the source's fairseq models')")
     max_len: int | None = Field(None, ge=2, description="the longest sequence the model reads (null: any); "
                                                         "training windows must fit")
+    embed_scale: float | None = Field(None, gt=0, description="the token embeddings' factor before the positions "
+                                      "are added (null: sqrt(d_model), the source's fairseq models'; 1: unscaled)")
     attention: AttentionOptions = AttentionOptions(causal=True)
 
     @model_validator(mode="before")
@@ -254,7 +256,7 @@ def _build_causal_lm(config: TrainConfigLike, dtype: torch.dtype, device: Any,
     m = config.model
     return CausalLM(config.task.vocab, lm_stack_config(m.d_model, m.n_layers, m.n_heads, m.mlp_ratio, m.attention,
                                                        m.init_std), dtype=dtype, device=device, generator=generator,
-                    max_len=m.max_len)
+                    max_len=m.max_len, embed_scale=m.embed_scale)
 
 
 register_model_kind(ModelKind(
