@@ -83,3 +83,17 @@ def test_models_shared_between_experiments_have_one_config():
                 if m["name"] in seen:
                     assert seen[m["name"]][0] == fp, (mode, m["name"], seen[m["name"]][1], name)
                 seen.setdefault(m["name"], (fp, name))
+
+
+def test_a_reader_that_stops_early_is_no_error(tmp_path):
+    """`icgd reproduce EXP --plan --json | head -1`: the closed pipe ends the command quietly, exit 0."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "icgd.cli", "reproduce", "oswald-deep", "--plan", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    assert proc.stdout.read(1) == b"{"
+    proc.stdout.close()  # the reader goes away with most of the plan unread
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and err == ""

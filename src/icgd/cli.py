@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, Sequence, get_args
 
@@ -445,6 +446,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return 2
         return args.func(args)
+    except BrokenPipeError:
+        # the reader of stdout stopped early (`icgd ... --json | head`): not an error of ours. Point stdout at
+        # devnull so that the interpreter's final flush does not raise again (Python's signal docs' recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
