@@ -235,6 +235,15 @@ def test_recall_claims_pass_fail_and_stay_inconclusive_on_the_right_learners():
     assert better["momentum-improves-recall"]["interval"][0] > 0
     mixed = check([0.4, 0.4, 0.4], [0.3, 0.45, 0.5])
     assert mixed["momentum-improves-recall"]["verdict"] == "inconclusive"
+    # vanilla right on every probe leaves no room: a tie there is not evidence against momentum (not a FAIL)
+    solved = check([1.0] * 3, [1.0] * 3)
+    assert solved["premise-recall"]["verdict"] == "PASS"
+    assert solved["momentum-improves-recall"]["verdict"] == "untested"
+    assert "ceiling" in solved["momentum-improves-recall"]["note"]
+    # one setting solved, the other not: the comparison reads the other alone
+    one = check(lambda n: [1.0] * 3 if n == pairs[0] else [0.7] * 3, [1.0] * 3)
+    assert one["momentum-improves-recall"]["verdict"] == "PASS"
+    assert abs(one["momentum-improves-recall"]["measured"] - 0.3) < 0.05
 
 
 def test_regression_claims_on_made_up_relative_losses():

@@ -19,7 +19,7 @@ from typing import Any
 
 from icgd.experiments.common import Size, size
 from icgd.experiments.dai.icl_vs_ft import SOURCE
-from icgd.experiments.dai.keys import FEWSHOT_SETTING
+from icgd.experiments.dai.keys import FEWSHOT_AT_CEILING, FEWSHOT_SETTING
 from icgd.experiments.dai.momentum import BETA_DEVIATION, MOMENTUM_BETA
 from icgd.experiments.dai.paired import per_seed_figure, score_models, summarize, token_model_config
 from icgd.experiments.registry import ExperimentContext, register
@@ -77,21 +77,25 @@ def fewshot(ctx: ExperimentContext) -> None:
     floor = {k: float(t.guess_accuracy(tests[k]).mean()) for k, t in tasks.items()}
     ctx.table("fewshot", [r | {"guess": floor[r["shots"]], "chance": tasks[r["shots"]].chance} for r in rows])
     kept = summarize(ctx, "fewshot", acc, size(ctx, BOOT), TEST_SEED, lambda k, a: a / floor[k], PREMISE_FACTOR,
-                     above=True, better=1.0)
+                     above=True, better=1.0, ceiling=1.0)
     r = ctx.results
     for k in SHOTS[ctx.mode]:
         key = FEWSHOT_SETTING.format(n=k, key="{}")
         ctx.result(key.format("guess"), floor[k])
         lo, hi = r[key.format("difference_interval")]
         p_lo = r[key.format("premise_interval")][0]
-        if k not in kept:
+        if k in r[FEWSHOT_AT_CEILING]:
+            ctx.note(f"K = {k}: left out of the comparison: the vanilla model classifies every held-out query "
+                     "right, so momentum cannot do better there")
+        elif k not in kept:
             ctx.note(f"K = {k}: left out of the comparison: the vanilla model's accuracy {r[key.format('vanilla')]:.3f} "
                      f"is not above {PREMISE_FACTOR:g} x a guess among the context's labels ({floor[k]:.3f}) with 95% "
                      "confidence")
         ctx.report(f"K = {k} shots per class: the premise, vanilla classifies in context",
                    f"vanilla {r[key.format('vanilla')]:.3f} = {r[key.format('premise')]:.2f} x a guess among the "
                    f"context's labels {floor[k]:.3f} "
-                   f"(95% lower end {p_lo:.2f} x): " + ("holds" if k in kept else "**does not hold: left out**"))
+                   f"(95% lower end {p_lo:.2f} x): " + ("**does not hold: left out**" if p_lo <= PREMISE_FACTOR else "holds")
+                   + ("; at the ceiling (every query right): left out" if k in r[FEWSHOT_AT_CEILING] else ""))
         ctx.report(f"K = {k} shots per class: momentum attention classifies better in context (Table 7's claim)",
                    f"momentum {r[key.format('momentum')]:.3f}, vanilla {r[key.format('vanilla')]:.3f}: difference "
                    f"{r[key.format('difference')]:+.3f}, 95% interval [{lo:+.3f}, {hi:+.3f}]")

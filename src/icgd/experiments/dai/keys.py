@@ -39,11 +39,13 @@ ICL_WORST_DIFFERENCE_UPPER95 = "icl.worst_difference_upper95"
 #: momentum-recall, momentum-regression and momentum-fewshot (`paired.summarize`): per setting n
 #: ("recall{n}.{key}", "regression{n}.{key}", "fewshot{n}.{key}": vanilla, momentum, their per-seed lists, difference (momentum better: above 0),
 #: difference_interval, premise, premise_interval; recall adds chance, regression the GD reference, fewshot the guess's accuracy); the
-#: settings run and those where the premise holds; the premise's worst setting; the comparison (mean over the
+#: settings run, those where the premise holds and, of recall and fewshot, those where vanilla scores every item
+#: right (at_ceiling: left out of the comparison too); the premise's worst setting; the comparison (mean over the
 #: kept settings); bootstrap replicates of the last two
 RECALL_SETTING = "recall{n}.{key}"
 RECALL_SETTINGS = "recall.settings"
 RECALL_KEPT = "recall.kept"
+RECALL_AT_CEILING = "recall.at_ceiling"
 RECALL_PREMISE = "recall.premise"
 RECALL_DIFFERENCE = "recall.difference"
 RECALL_BOOTSTRAP = "recall.bootstrap"
@@ -56,6 +58,7 @@ REGRESSION_BOOTSTRAP = "regression.bootstrap"
 FEWSHOT_SETTING = "fewshot{n}.{key}"
 FEWSHOT_SETTINGS = "fewshot.settings"
 FEWSHOT_KEPT = "fewshot.kept"
+FEWSHOT_AT_CEILING = "fewshot.at_ceiling"
 FEWSHOT_PREMISE = "fewshot.premise"
 FEWSHOT_DIFFERENCE = "fewshot.difference"
 FEWSHOT_BOOTSTRAP = "fewshot.bootstrap"

@@ -38,7 +38,7 @@ def paired_replicates(a: np.ndarray, b: np.ndarray, n_boot: int, rng: np.random.
 
 def summarize(ctx: ExperimentContext, prefix: str, scores: dict[tuple[int, str], np.ndarray], n_boot: int,
               seed: int, premise: Callable[[int, np.ndarray], np.ndarray], bar: float, above: bool,
-              better: float) -> list[int]:
+              better: float, ceiling: float | None = None) -> list[int]:
     """Write, per setting n, "{prefix}{n}.{vanilla, momentum, vanilla_seeds, momentum_seeds, difference,
     difference_interval, premise, premise_interval}"; then "{prefix}.settings", "{prefix}.kept" (settings whose
     whole premise interval is above `bar`, or below it where not `above`), "{prefix}.premise" (the worst
@@ -46,10 +46,13 @@ def summarize(ctx: ExperimentContext, prefix: str, scores: dict[tuple[int, str],
     "{prefix}.difference" (better * (momentum - vanilla), mean over the kept settings: above 0 is momentum
     better) and "{prefix}.bootstrap" (replicates of the last two). premise(n, replicates of vanilla's mean)
     maps vanilla's score to the premise's measure (e.g. accuracy over chance); better is +1 where a higher
-    score is better, -1 where lower is. Returns the kept settings."""
+    score is better, -1 where lower is. `ceiling`, the best score an item can have (1 for accuracy): a setting
+    where vanilla has it on every item of every seed leaves momentum no room to be better, so it is left out
+    of the comparison too (listed in "{prefix}.at_ceiling"): there a tie says nothing of the claim. Returns the
+    kept settings."""
     settings = sorted({n for n, _ in scores})
     rng = np.random.default_rng(seed)
-    boot_premise, boot_diff, kept = {}, {}, []
+    boot_premise, boot_diff, kept, full = {}, {}, [], []
     for n in settings:
         van, mom = scores[(n, "vanilla")], scores[(n, "momentum")]
         ra, rd = paired_replicates(van, mom, n_boot, rng)
@@ -65,10 +68,13 @@ def summarize(ctx: ExperimentContext, prefix: str, scores: dict[tuple[int, str],
         ctx.result(key.format("difference_interval"), np.percentile(boot_diff[n], [2.5, 97.5]).tolist())
         ctx.result(key.format("premise"), point)
         ctx.result(key.format("premise_interval"), [p_lo, p_hi])
-        if (p_lo > bar) if above else (p_hi < bar):
+        if ceiling is not None and bool((van == ceiling).all()):
+            full.append(n)
+        elif (p_lo > bar) if above else (p_hi < bar):
             kept.append(n)
     ctx.result(f"{prefix}.settings", settings)
     ctx.result(f"{prefix}.kept", kept)
+    ctx.result(f"{prefix}.at_ceiling", full)
     worst = np.min if above else np.max  # the premise's worse direction
     ctx.result(f"{prefix}.premise", float(worst([ctx.results[f"{prefix}{n}.premise"] for n in settings])))
     boot = {f"{prefix}.premise": worst(np.stack([boot_premise[n] for n in settings]), axis=0)}

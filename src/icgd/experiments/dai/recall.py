@@ -24,7 +24,7 @@ import numpy as np
 
 from icgd.experiments.common import Size, size
 from icgd.experiments.dai.icl_vs_ft import SOURCE
-from icgd.experiments.dai.keys import RECALL_SETTING
+from icgd.experiments.dai.keys import RECALL_AT_CEILING, RECALL_SETTING
 from icgd.experiments.dai.momentum import BETA_DEVIATION, MOMENTUM_BETA
 from icgd.experiments.dai.paired import per_seed_figure, score_models, summarize, token_model_config
 from icgd.experiments.registry import ExperimentContext, register
@@ -90,7 +90,7 @@ def _results(ctx: ExperimentContext, acc: dict[tuple[int, str], np.ndarray], cha
     """Point values, the premise per setting (vanilla's accuracy over the keyless guess's) and the comparison,
     with bootstrap replicates over seeds and held-out sequences (`paired.summarize`)."""
     kept = summarize(ctx, "recall", acc, size(ctx, BOOT), TEST_SEED, lambda n, a: a / guess[n], PREMISE_FACTOR,
-                     above=True, better=1.0)
+                     above=True, better=1.0, ceiling=1.0)
     r = ctx.results
     for n in PAIRS[ctx.mode]:
         key = RECALL_SETTING.format(n=n, key="{}")
@@ -98,13 +98,17 @@ def _results(ctx: ExperimentContext, acc: dict[tuple[int, str], np.ndarray], cha
         ctx.result(key.format("guess"), guess[n])
         lo, hi = r[key.format("difference_interval")]
         p_lo = r[key.format("premise_interval")][0]
-        if n not in kept:
+        if n in r[RECALL_AT_CEILING]:
+            ctx.note(f"N = {n}: left out of the comparison: the vanilla model recalls every probe of every "
+                     "held-out sequence (accuracy 1), so momentum cannot do better there")
+        elif n not in kept:
             ctx.note(f"N = {n}: left out of the comparison: the vanilla model's accuracy {r[key.format('vanilla')]:.3f} "
                      f"is not above {PREMISE_FACTOR:g} x the keyless guess ({guess[n]:.3f}) with 95% confidence")
         ctx.report(f"N = {n} pairs: the premise, vanilla reads the query key",
                    f"vanilla {r[key.format('vanilla')]:.3f} = {r[key.format('premise')]:.2f} x the keyless guess "
                    f"{guess[n]:.3f} (chance {chance[n]:.3f}; 95% lower end {p_lo:.2f} x): "
-                   + ("holds" if n in kept else "**does not hold: left out**"))
+                   + ("**does not hold: left out**" if p_lo <= PREMISE_FACTOR else "holds")
+                   + ("; at the ceiling (every probe right): left out" if n in r[RECALL_AT_CEILING] else ""))
         ctx.report(f"N = {n} pairs: momentum attention recalls better (Table 7's claim)",
                    f"momentum {r[key.format('momentum')]:.3f}, vanilla {r[key.format('vanilla')]:.3f}: difference "
                    f"{r[key.format('difference')]:+.3f}, 95% interval [{lo:+.3f}, {hi:+.3f}]")
