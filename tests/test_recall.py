@@ -96,3 +96,37 @@ def test_the_causal_lm_trains_on_recall(tmp_path):
     # the loss starts near log(16) and the unigram reference (values in the second half) is log(8)-ish
     assert rows.eval_loss.iloc[-1] < rows.eval_loss.iloc[0] < math.log(16) + 0.5
     assert res.summary["reference"]["loss"] == pytest.approx(math.log(8), abs=0.2)
+
+
+def test_induction_probe_reads_the_query_and_the_positions_after_its_earlier_occurrences(tmp_path):
+    """examples/induction_probe.py on a small trained recall model: its accuracy is the model's at the last
+    probe, and the attention masses are shares of one softmax row."""
+    import importlib.util
+    from pathlib import Path
+
+    from icgd.core.episodes import make_generator
+    from icgd.train.config import build_config
+    from icgd.train.engine import train
+
+    cfg = build_config({"name": "r", "task": {"kind": "recall", "vocab": 16, "n_pairs": 3},
+                        "model": {"kind": "causal_lm", "d_model": 16, "n_layers": 2, "n_heads": 2},
+                        "steps": 10, "batch_size": 16, "seeds": [0], "optim": {"lr": 3e-3},
+                        "eval": {"every": 10, "n_tasks": 16, "n_tune": 16, "reference": "unigram",
+                                 "alignment_tasks": 0}})
+    res = train(cfg, tmp_path / "run")
+    path = Path(__file__).parents[1] / "examples" / "induction_probe.py"
+    spec = importlib.util.spec_from_file_location("induction_probe", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.probe(str(tmp_path / "run"), n=64)
+    ep = cfg.task.sample(64, make_generator(5))
+    model = res.learner(0)
+    with torch.no_grad():
+        logits = model.predict(ep)
+    want = float((logits[:, -1].argmax(-1) == ep.query_y[:, -1, 0].long()).float().mean())
+    assert out["accuracy at the query"] == pytest.approx(want)
+    for h in (0, 1):
+        assert 0 <= out[f"layer 0 head {h}: on the previous token"] <= 1
+        both = (out[f"layer 1 head {h}, query: after an earlier occurrence"]
+                + out[f"layer 1 head {h}, query: on the earlier occurrences"])
+        assert 0 < both <= 1 + 1e-6
