@@ -82,15 +82,21 @@ def test_bad_recall_settings():
         AssociativeRecall(n_pairs=3, queries=4, probes="each_once")
 
 
-def test_the_causal_lm_trains_on_recall(tmp_path):
+def _tiny_recall_lm(n_layers: int, steps: int, eval_every: int, n_eval: int):
+    """A 16-wide causal LM config on recall of 3 pairs among 16 tokens (one seed)."""
     from icgd.train.config import build_config
+
+    return build_config({"name": "r", "task": {"kind": "recall", "vocab": 16, "n_pairs": 3},
+                         "model": {"kind": "causal_lm", "d_model": 16, "n_layers": n_layers, "n_heads": 2},
+                         "steps": steps, "batch_size": 16, "seeds": [0], "optim": {"lr": 3e-3},
+                         "eval": {"every": eval_every, "n_tasks": n_eval, "n_tune": n_eval, "reference": "unigram",
+                                  "alignment_tasks": 0}})
+
+
+def test_the_causal_lm_trains_on_recall(tmp_path):
     from icgd.train.engine import train
 
-    cfg = build_config({"name": "r", "task": {"kind": "recall", "vocab": 16, "n_pairs": 3},
-                        "model": {"kind": "causal_lm", "d_model": 16, "n_layers": 1, "n_heads": 2},
-                        "steps": 30, "batch_size": 16, "seeds": [0], "optim": {"lr": 3e-3},
-                        "eval": {"every": 15, "n_tasks": 256, "n_tune": 256, "reference": "unigram",
-                                 "alignment_tasks": 0}})
+    cfg = _tiny_recall_lm(n_layers=1, steps=30, eval_every=15, n_eval=256)
     res = train(cfg, tmp_path / "run")
     rows = res.metrics_frame()
     # the loss starts near log(16) and the unigram reference (values in the second half) is log(8)-ish
@@ -105,14 +111,9 @@ def test_induction_probe_reads_the_query_and_the_positions_after_its_earlier_occ
     from pathlib import Path
 
     from icgd.core.episodes import make_generator
-    from icgd.train.config import build_config
     from icgd.train.engine import train
 
-    cfg = build_config({"name": "r", "task": {"kind": "recall", "vocab": 16, "n_pairs": 3},
-                        "model": {"kind": "causal_lm", "d_model": 16, "n_layers": 2, "n_heads": 2},
-                        "steps": 10, "batch_size": 16, "seeds": [0], "optim": {"lr": 3e-3},
-                        "eval": {"every": 10, "n_tasks": 16, "n_tune": 16, "reference": "unigram",
-                                 "alignment_tasks": 0}})
+    cfg = _tiny_recall_lm(n_layers=2, steps=10, eval_every=10, n_eval=16)
     res = train(cfg, tmp_path / "run")
     path = Path(__file__).parents[1] / "examples" / "induction_probe.py"
     spec = importlib.util.spec_from_file_location("induction_probe", path)
