@@ -108,7 +108,7 @@ def _results(ctx: ExperimentContext, acc: dict[tuple[int, str], np.ndarray], cha
         ctx.report(f"N = {n} pairs: the premise, vanilla reads the query key",
                    f"vanilla {r[key.format('vanilla')]:.3f} = {r[key.format('premise')]:.2f} x the keyless guess "
                    f"{guess[n]:.3f} (chance {chance[n]:.3f}; 95% lower end {p_lo:.2f} x): "
-                   + ("**does not hold: left out**" if p_lo <= PREMISE_FACTOR else "holds")
+                   + ("holds" if n in kept or n in r[RECALL_AT_CEILING] else "**does not hold: left out**")
                    + ("; at the ceiling (every probe right): left out" if n in r[RECALL_AT_CEILING] else ""))
         ctx.report(f"N = {n} pairs: momentum attention recalls better (Table 7's claim)",
                    f"momentum {r[key.format('momentum')]:.3f}, vanilla {r[key.format('vanilla')]:.3f}: difference "
