@@ -94,7 +94,8 @@ class CausalLM(nn.Module):
         if self.max_len is not None and t_len > self.max_len:
             raise ShapeError(f"a sequence of {t_len} tokens is longer than the model's limit of {self.max_len} "
                              "(model.max_len)")
-        x = self.embed_scale * self.embed[ids] + sinusoidal_positions(t_len, self.embed.shape[1], self.embed.dtype, ids.device)
+        pos = sinusoidal_positions(t_len, self.embed.shape[1], self.embed.dtype, ids.device)
+        x = self.embed_scale * self.embed[ids] + pos
         x = self.stack(x, t_len)
         return self.ln_f(x) @ self.embed.T
 

@@ -47,9 +47,9 @@ def summarize(ctx: ExperimentContext, prefix: str, scores: dict[tuple[int, str],
     better) and "{prefix}.bootstrap" (replicates of the last two). premise(n, replicates of vanilla's mean)
     maps vanilla's score to the premise's measure (e.g. accuracy over chance); better is +1 where a higher
     score is better, -1 where lower is. `ceiling`, the best score an item can have (1 for accuracy): a setting
-    where vanilla has it on every item of every seed leaves momentum no room to be better, so it is left out
-    of the comparison too (listed in "{prefix}.at_ceiling"): there a tie says nothing of the claim. Returns the
-    kept settings."""
+    whose premise holds but where vanilla has it on every item of every seed leaves momentum no room to be
+    better, so it is left out of the comparison too (listed in "{prefix}.at_ceiling", not in "kept"): there a
+    tie says nothing of the claim. Returns the kept settings."""
     settings = sorted({n for n, _ in scores})
     rng = np.random.default_rng(seed)
     boot_premise, boot_diff, kept, full = {}, {}, [], []
@@ -68,10 +68,8 @@ def summarize(ctx: ExperimentContext, prefix: str, scores: dict[tuple[int, str],
         ctx.result(key.format("difference_interval"), np.percentile(boot_diff[n], [2.5, 97.5]).tolist())
         ctx.result(key.format("premise"), point)
         ctx.result(key.format("premise_interval"), [p_lo, p_hi])
-        if ceiling is not None and bool((van == ceiling).all()):
-            full.append(n)
-        elif (p_lo > bar) if above else (p_hi < bar):
-            kept.append(n)
+        if (p_lo > bar) if above else (p_hi < bar):  # the premise holds; is there room left?
+            (full if ceiling is not None and bool((van == ceiling).all()) else kept).append(n)
     ctx.result(f"{prefix}.settings", settings)
     ctx.result(f"{prefix}.kept", kept)
     ctx.result(f"{prefix}.at_ceiling", full)
