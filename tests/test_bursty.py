@@ -106,3 +106,72 @@ def test_fewshot_claims_on_made_up_accuracies():
     assert same["momentum-improves-fewshot"]["verdict"] in ("FAIL", "inconclusive")
     better = check(0.7, 0.85)
     assert better["momentum-improves-fewshot"]["verdict"] == "PASS"
+
+
+def test_block_order_shows_every_class_once_per_block():
+    task = BurstyFewShot(n_classes=16, exemplars=1, n_labels=6, ways=3, shots=2, order="blocks")
+    x = task.sample(200, make_generator(0)).query_x[..., 0].long()
+    for b in range(200):
+        classes = x[b, 0::2].tolist()
+        assert sorted(classes[:3]) == sorted(classes[3:6]) and len(set(classes[:3])) == 3
+        assert classes[-1] in classes[:3]
+    once = BurstyFewShot(n_classes=16, exemplars=1, n_labels=6, ways=3, shots=1, order="blocks")
+    ep = once.sample(200, make_generator(1))
+    ctx_classes = ep.query_x[:, 0:6:2, 0].long()
+    assert all(len(set(row.tolist())) == 3 for row in ctx_classes)  # non-bursty: no class repeats
+    assert ((ep.query_y[..., 0] >= 0).sum(1) == 1).all()  # so only the query is scored
+    # the random order (the default) does repeat classes
+    rnd = BurstyFewShot(n_classes=16, exemplars=1, n_labels=6, ways=3, shots=1).sample(200, make_generator(1))
+    assert any(len(set(row.tolist())) < 3 for row in rnd.query_x[:, 0:6:2, 0].long())
+
+
+def _warm_config(**over):
+    from icgd.train.config import build_config
+
+    task = {"kind": "bursty", "n_classes": 8, "exemplars": 1, "n_labels": 4, "ways": 2, "shots": 2}
+    raw = {"name": "w", "task": task, "model": {"kind": "causal_lm", "d_model": 16, "n_layers": 1, "n_heads": 2},
+           "steps": 6, "batch_size": 4, "seeds": [0], "data": "per_seed",
+           "eval": {"every": 3, "n_tasks": 8, "n_tune": 8, "reference": "unigram", "alignment_tasks": 0},
+           "warm_start": {"task": task | {"shots": 1, "order": "blocks"}, "steps": 2}}
+    return build_config(raw | over)
+
+
+def test_warm_start_draws_the_warm_task_first_then_the_run_task():
+    from icgd.train.data import TaskStream
+
+    cfg = _warm_config()
+    stream = TaskStream(cfg, "cpu")
+    lengths = [stream.next(step)[0].shape[-2] for step in range(4)]
+    assert lengths == [cfg.warm_start.task.seq_len] * 2 + [cfg.task.seq_len] * 2 == [5, 5, 9, 9]
+
+
+def test_warm_start_changes_the_fingerprint_and_trains(tmp_path):
+    from icgd.train.config import build_config, config_fingerprint
+    from icgd.train.engine import train
+
+    cfg = _warm_config()
+    plain = build_config(cfg.model_dump() | {"warm_start": None})
+    assert config_fingerprint(cfg) != config_fingerprint(plain)
+    res = train(cfg, tmp_path / "run")
+    assert res.metrics_frame().step.max() == 6
+
+
+@pytest.mark.parametrize("over, message", [
+    ({"steps": 2}, "leaves no step"),
+    ({"train_set_size": 8}, "train_set_size"),
+    ({"task_vocab": 5}, "vocab"),
+    ({"kind": "recall"}, "kind"),
+])
+def test_bad_warm_starts(over, message):
+    from icgd.train.config import ConfigError
+
+    cfg = _warm_config().model_dump()
+    warm = cfg["warm_start"]
+    if "kind" in over:
+        warm["task"] = {"kind": "recall", "vocab": 12, "n_pairs": 2}
+    elif "task_vocab" in over:
+        warm["task"]["n_labels"] = over["task_vocab"]
+    else:
+        cfg |= over
+    with pytest.raises(ConfigError, match=message):
+        _warm_config(**{k: cfg[k] for k in ("steps", "train_set_size", "warm_start")})

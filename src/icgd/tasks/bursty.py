@@ -11,6 +11,11 @@ one of the classes that occurred (drawn uniformly among them) followed by its la
 for every sequence, so no weight can know a class's label: the model must find the query's class among the
 context's items (which may be other exemplars of it) and copy the label that follows them there.
 
+With `order="blocks"` the context is instead `shots` blocks, each the `ways` classes once in a random order:
+with one shot no class repeats (the non-bursty sequences of a warm start, `TrainConfig.warm_start`: the
+vanilla LMs of issue 36 never leave the guess's plateau on the bursty ones from scratch, and learn them at
+once after the non-bursty ones, docs/sources/dai.md).
+
 As a next-token task the inputs are the sequence but its last token (T = 2 * ways * shots + 1) and the
 targets the tokens after them; the scored positions are the items whose class has already occurred in the
 sequence (their label is then in context): the query, and, with `score_context` (the default, for training),
@@ -42,6 +47,9 @@ class BurstyFewShot(MaskedNextToken, BaseModel):
     n_labels: int = Field(16, ge=2, description="label tokens, assigned to classes afresh per sequence")
     ways: int = Field(4, ge=2, description="classes per sequence")
     shots: int = Field(2, ge=1, description="(item, label) pairs per class in the context")
+    order: Literal["random", "blocks"] = Field(
+        "random", description="random: each context item's class drawn among the ways (bursty); blocks: "
+                              "`shots` blocks, each every class once in a random order")
     score_context: bool = Field(True, description="also score context items whose class occurred before "
                                                   "(false: the query only)")
 
@@ -93,10 +101,13 @@ class BurstyFewShot(MaskedNextToken, BaseModel):
         classes, labels = pick(w, self.n_classes), pick(w, self.n_labels) + n_items  # (B, W) each
         # each context item's class drawn among the W, the query's uniformly among those that occur: then how
         # often a label occurs says nothing of whether it is the answer
-        slots = torch.randint(0, w, (batch, w * k), generator=generator, device=g_dev)
+        if self.order == "blocks":
+            slots = torch.cat([pick(w, w) for _ in range(k)], 1)
+        else:
+            slots = torch.randint(0, w, (batch, w * k), generator=generator, device=g_dev)
         present = torch.zeros(batch, w, dtype=torch.bool, device=g_dev).scatter_(1, slots, True)
-        pick = torch.rand((batch, w), generator=generator, device=g_dev).masked_fill(~present, -1.0)
-        q_slot = pick.argmax(1, keepdim=True)
+        among = torch.rand((batch, w), generator=generator, device=g_dev).masked_fill(~present, -1.0)
+        q_slot = among.argmax(1, keepdim=True)
         slots = torch.cat([slots, q_slot], 1)  # (B, WK + 1): the context's classes, then the query's
         ex = torch.randint(0, e, (batch, w * k + 1), generator=generator, device=g_dev)
         items = classes.gather(1, slots) * e + ex

@@ -91,6 +91,15 @@ class EvalConfig(StrictSection):
                                                   "(weights.safetensors: the trajectory over training)")
 
 
+class WarmStart(StrictSection):
+    """A curriculum's first phase: optimisation steps 1 to `steps` draw their batches from `task` (an easier
+    version of the run's task, of the same kind and vocabulary), the later steps from the run's task. The
+    learning-rate schedule and the evaluation are the run's own throughout."""
+
+    task: AnyTask
+    steps: int = Field(..., ge=1, description="steps drawn from the warm-up task")
+
+
 class TrainConfig(StrictSection):
     """Everything a training run needs; `icgd train` writes it back, resolved, into the run directory."""
 
@@ -109,6 +118,8 @@ class TrainConfig(StrictSection):
     checkpoint_every: int = Field(500, ge=1)
     dtype: Literal["float32", "float64"] = "float32"
     fast: bool = Field(True, description="use the fused linear-attention path when the model allows it")
+    warm_start: WarmStart | None = Field(None, description="a first phase of training on another task of the "
+                                                           "same kind (null: none)")
 
     @field_validator("seeds")
     @classmethod
@@ -130,7 +141,29 @@ class TrainConfig(StrictSection):
         check = getattr(self.model, "check_task", None)  # a model kind's own limits on the task (e.g. its length)
         if check is not None:
             check(self.task)
+        if self.warm_start is not None:
+            self._check_warm_start(check)
         return self
+
+    def _check_warm_start(self, check: Any) -> None:
+        warm = self.warm_start.task
+        if self.warm_start.steps >= self.steps:
+            raise ValueError(f"warm_start.steps={self.warm_start.steps} leaves no step of the run's task "
+                             f"(steps={self.steps})")
+        if self.train_set_size is not None:
+            raise ValueError("warm_start draws fresh tasks: it cannot be combined with train_set_size")
+        if warm.kind != self.task.kind:
+            raise ValueError(f"warm_start.task is of kind {warm.kind!r}, the run's task of kind {self.task.kind!r}")
+        for attr in ("vocab", "dx", "dy", "n_categories"):  # what the model is built for
+            if getattr(warm, attr, None) != getattr(self.task, attr, None):
+                raise ValueError(f"warm_start.task has {attr}={getattr(warm, attr, None)}, the run's task "
+                                 f"{attr}={getattr(self.task, attr, None)}: one model reads both")
+        width = getattr(self.model, "width", None)
+        if width is not None and width(warm) != width(self.task):
+            raise ValueError(f"warm_start.task gives tokens of width {width(warm)}, the run's task "
+                             f"{width(self.task)}: one model reads both")
+        if check is not None:
+            check(warm)
 
     def stack_config(self) -> StackConfig:
         """The attention stack of a model whose kind describes one (`stack`); TypeError for the others."""
@@ -301,6 +334,8 @@ def config_fingerprint(config: TrainConfig, device: str | torch.device = "cpu") 
     data = config.model_dump(mode="json")
     if not data["eval"]["keep_weights"]:  # added later: configs without it keep their fingerprints
         del data["eval"]["keep_weights"]
+    if data.get("warm_start", 0) is None:  # added later, as keep_weights
+        del data["warm_start"]
     if data["model"].get("kind", "stack") == "stack":
         v1 = _v1_model(data["model"])
         if v1 is not None:

@@ -31,10 +31,15 @@ class TaskStream:
             self.fixed = [config.task.sample(config.train_set_size, g, device=self.device, dtype=self.dtype)
                           for g in self.generators]
 
-    def next(self) -> tuple[Tensor, ...]:
+    def next(self, step: int | None = None) -> tuple[Tensor, ...]:
+        """The batch of optimisation step `step` (0-based; drawn from `warm_start.task` while it is below
+        `warm_start.steps`; None: the run's task)."""
         cfg = self.config
+        task = cfg.task
+        if cfg.warm_start is not None and step is not None and step < cfg.warm_start.steps:
+            task = cfg.warm_start.task
         if self.fixed is None:
-            eps = [cfg.task.sample(cfg.batch_size, g, device=self.device, dtype=self.dtype) for g in self.generators]
+            eps = [task.sample(cfg.batch_size, g, device=self.device, dtype=self.dtype) for g in self.generators]
         else:
             eps = []
             for g, full in zip(self.generators, self.fixed):

@@ -114,7 +114,7 @@ class Stepper:
             if gs.graph is None and gs.eager_steps >= self.GRAPH_WARMUP:
                 gs.capture()
             return gs.run().clone(), True
-        losses = self.backend.loss_fn(self.params, *self.stream.next())
+        losses = self.backend.loss_fn(self.params, *self.stream.next(i))
         if self.sync_free:
             self._bad |= ~torch.isfinite(losses.detach()).all()
         elif not bool(torch.isfinite(losses.detach()).all()):

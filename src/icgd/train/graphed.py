@@ -37,6 +37,8 @@ def ineligible(config: TrainConfig, backend: Backend, device: torch.device | str
         return f"device {device.type} (a CUDA graph needs a CUDA device)"
     if backend.name != "fused":
         return f"backend {backend.name} (the graph step covers the fused backend)"
+    if config.warm_start is not None:
+        return "a warm start (the batches change task midway)"
     if config.train_set_size is not None:
         return "a fixed training set (its batches are indexed on the host)"
     if not getattr(config.task, "sync_free_sampling", False):

@@ -62,3 +62,6 @@ FEWSHOT_AT_CEILING = "fewshot.at_ceiling"
 FEWSHOT_PREMISE = "fewshot.premise"
 FEWSHOT_DIFFERENCE = "fewshot.difference"
 FEWSHOT_BOOTSTRAP = "fewshot.bootstrap"
+#: momentum-fewshot's models trained on the bursty sequences alone, without the warm start (full mode): the
+#: query accuracy of each ("fewshot{n}.scratch_vanilla", "fewshot{n}.scratch_momentum"), reported, not claimed
+FEWSHOT_SCRATCH = "fewshot{n}.scratch_{model}"
