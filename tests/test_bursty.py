@@ -175,3 +175,32 @@ def test_bad_warm_starts(over, message):
         cfg |= over
     with pytest.raises(ConfigError, match=message):
         _warm_config(**{k: cfg[k] for k in ("steps", "train_set_size", "warm_start")})
+
+
+def _probes():
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "examples" / "bursty_probes.py"
+    spec = importlib.util.spec_from_file_location("bursty_probes", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bursty_probe_layouts_and_the_warm_start_switch():
+    """examples/bursty_probes.py: each layout's sequences (first-block: every class once first; mix: both
+    kinds in one batch; warm: non-bursty then bursty), and a short run prints ten accuracies."""
+    import torch
+
+    mod = _probes()
+    g = torch.Generator().manual_seed(0)
+    x, y = mod.first_block(32, 2, g)
+    assert x.shape == (32, 17) and all(len(set(row[0:8:2].tolist())) == 4 for row in x)
+    assert ((y >= 0).sum(1) == 5).all()  # the 4 repeats after the first block and the query
+    early, late = (mod.batch_of("warm", 16, 2, s, 100, g)[0].shape[1] for s in (49, 50))
+    assert (early, late) == (9, 17)
+    xm, _ = mod.batch_of("mix-blocks", 256, 2, 0, 100, g)
+    firsts = [len(set(row[0:8:2].tolist())) == 4 for row in xm]
+    assert 0.35 < np.mean(firsts) < 0.75  # half first-block rows (always), half bursty (9% of them)
+    accs = mod.main(["bursty", "--steps", "10", "--batch", "8"])
+    assert len(accs) == 10 and all(0 <= a <= 1 for a in accs)
