@@ -207,8 +207,9 @@ def momentum() -> list[Claim]:
               replicates=_replicates_of(REG, X.REGRESSION_KEPT, X.REGRESSION_BOOTSTRAP),
               values=_values_of(REG, X.REGRESSION_SETTINGS, X.REGRESSION_SETTING, "gd")),
         Claim("premise-fewshot", "the premise: vanilla attention's query accuracy on bursty few-shot "
-              "classification (after momentum-fewshot's warm start on non-bursty sequences) over a guess among the context's labels (the best answer that does not find the "
-              "query's class), worst number of shots", "Table 7 (its premise)", FEW,
+              "classification (after momentum-fewshot's warm start on non-bursty sequences) over a guess among "
+              "the context's labels (the best answer that does not find the query's class), worst number of shots",
+              "Table 7 (its premise)", FEW,
               lambda r: r[FEW][X.FEWSHOT_PREMISE], ">", FEWSHOT_FACTOR,
               "the labels are drawn afresh per sequence, so a model that does not classify in context scores "
               "1/16 (ignoring the context) or about 0.3 (guessing among the context's labels); twice the latter "
