@@ -93,14 +93,12 @@ def _models(ctx: ExperimentContext) -> dict[str, Any]:
               BETA_DEVIATION))
 def fewshot(ctx: ExperimentContext) -> None:
     from icgd.core.episodes import make_generator
-    from icgd.tasks.recall import recall_accuracy
 
     configs = _models(ctx)
     runs = {label: ctx.train(label, cfg) for label, cfg in configs.items()}
     tasks = {k: configs[f"fewshot{k}-vanilla"].task.query_only() for k in SHOTS[ctx.mode]}
     tests = {k: t.sample(size(ctx, TEST), make_generator(TEST_SEED + k)) for k, t in tasks.items()}
-    rows, acc = score_models(ctx, runs, tests, "fewshot{n}-{model}",
-                             lambda model, ep: recall_accuracy(model.predict(ep), ep.query_y), "shots", "accuracy")
+    rows, acc = score_models(ctx, runs, tests, "fewshot{n}-{model}", _query_accuracy, "shots", "accuracy")
     floor = {k: float(t.guess_accuracy(tests[k]).mean()) for k, t in tasks.items()}
     ctx.table("fewshot", [r | {"guess": floor[r["shots"]], "chance": tasks[r["shots"]].chance} for r in rows])
     kept = summarize(ctx, "fewshot", acc, size(ctx, BOOT), TEST_SEED, lambda k, a: a / floor[k], PREMISE_FACTOR,
@@ -132,15 +130,19 @@ def fewshot(ctx: ExperimentContext) -> None:
                     "query accuracy", "shots per class K", (floor, "guess among the context's labels"))
 
 
+def _query_accuracy(model: Any, ep: Any) -> Any:
+    """(B,) whether the model's most probable token at each sequence's query is its label."""
+    from icgd.tasks.recall import recall_accuracy
+
+    return recall_accuracy(model.predict(ep), ep.query_y)
+
+
 def _scratch(ctx: ExperimentContext, runs: dict[str, Any], tests: dict[int, Any], floor: dict[int, float]) -> None:
     """The models trained on the bursty sequences alone, scored on the same held-out sequences: which leave the
     plateau of a guess among the context's labels (reported; no claim reads it)."""
     import numpy as np
 
-    from icgd.tasks.recall import recall_accuracy
-
-    rows, acc = score_models(ctx, runs, tests, "scratch{n}-{model}",
-                             lambda model, ep: recall_accuracy(model.predict(ep), ep.query_y), "shots", "accuracy")
+    rows, acc = score_models(ctx, runs, tests, "scratch{n}-{model}", _query_accuracy, "shots", "accuracy")
     ctx.table("fewshot_scratch", [r | {"guess": floor[r["shots"]]} for r in rows])
     for k in tests:
         means = {name: float(np.mean(acc[(k, name)])) for name in ("vanilla", "momentum")}
