@@ -1,6 +1,6 @@
 """Probes of why the vanilla causal LM does not learn bursty few-shot classification from scratch (issue 36).
 
-    python examples/bursty_probes.py LAYOUT [--steps 2000] [--batch 64] [--heads 2] [--layers 2]
+    python examples/bursty_probes.py LAYOUT [--steps 2000] [--batch 64] [--shots 2] [--heads 2] [--layers 2]
 
 trains one vanilla `CausalLM` (2 x 64, the quick shape of momentum-fewshot; Adam 1e-3, cosine with 5% warm-up,
 clipping 10, seed 0) on sequences of 64 classes (one token each) and 16 labels drawn afresh per sequence, and
@@ -61,7 +61,7 @@ def batch_of(layout: str, batch: int, shots: int, step: int, steps: int, g: torc
     if layout == "warm":
         return ids(task(1, "blocks") if step < steps // 2 else task(shots))
     if layout == "blocks":
-        return ids(task(shots if shots > 1 else 1, "blocks"))
+        return ids(task(shots, "blocks"))
     if layout == "first-block":
         return first_block(batch, shots, g)
     if layout.startswith("mix"):
