@@ -153,6 +153,36 @@ def test_a_broken_source_is_reported_not_raised(monkeypatch, tmp_path):
     assert "failed" in kernel.status()
 
 
+def test_lanes_follow_the_cpu(monkeypatch):
+    monkeypatch.delenv("ICGD_COMPILED_LANES", raising=False)
+    monkeypatch.setattr(kernel, "_cpu_id", lambda: "flags\t\t: fpu sse2 avx avx2 fma avx512f avx512dq")
+    assert kernel.lanes() == 16
+    monkeypatch.setattr(kernel, "_cpu_id", lambda: "flags\t\t: fpu sse2 avx avx2 fma avx512_bf16")
+    assert kernel.lanes() == 8
+    monkeypatch.setenv("ICGD_COMPILED_LANES", "16")
+    assert kernel.lanes() == 16
+    monkeypatch.setenv("ICGD_COMPILED_LANES", "12")
+    with pytest.raises(ValueError, match="8 or 16"):
+        kernel.lanes()
+
+
+@needs_kernel
+@pytest.mark.parametrize("kind", ["linear", "softmax"])
+def test_lane_counts_agree(kind, monkeypatch):
+    # 8 and 16 tasks per vector: the same per-task arithmetic; the block sums differ at rounding only
+    x, m, u = _case(2, 37, 11, 11, 11, False)
+    results = []
+    for n_lanes in ("8", "16"):
+        monkeypatch.setenv("ICGD_COMPILED_LANES", n_lanes)
+        tok = to_blocks(x)
+        assert tok.shape[-1] == int(n_lanes)
+        o = kernel.attention(tok, m, u, 10, 0, 11, 1.0, residual=0, clip=3.0, kind=kind)
+        y = from_blocks(o, 37)
+        results.append((y, *torch.autograd.grad(y.square().sum(), [x, m, u])))
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
 def test_long_contexts_are_left_to_the_torch_products():
     # the kernel keeps per-thread buffers on the stack: long contexts must not reach it
     assert kernel.fits(11, 11, torch.float32) and kernel.fits(11, 11, torch.float64)

@@ -1,12 +1,12 @@
 """The compiled backend: one-head linear and softmax attention written in C (compiled_attention.c) and its
 autograd function.
 
-Why hand-written: on 2 CPU cores these 11 x 11 products are latency-bound, and the C code (tasks 16 at a
-time as vector lanes, one call per residual layer) measured 3-4x faster per step than the fused PyTorch
+Why hand-written: on 2 CPU cores these 11 x 11 products are latency-bound, and the C code (tasks `lanes()`
+at a time as vector lanes, one call per residual layer) measured 3-4x faster per step than the fused PyTorch
 products (README, "Speed"). The C source ships with the package and is compiled on first use with the
-machine's C compiler (`cc -O3 -march=native -fopenmp`, else without OpenMP on one thread) into a cache
-folder (`$ICGD_CACHE_DIR`, else ~/.cache/icgd), keyed by a hash of the source, the compiler and the CPU,
-and loaded with ctypes. Where no compiler works, or with `ICGD_COMPILED=0`, `load()` returns None and
+machine's C compiler (`cc -O3 -march=native -fopenmp`, else without OpenMP on one thread; the lane count
+defined by the driver) into a cache folder (`$ICGD_CACHE_DIR`, else ~/.cache/icgd), keyed by a hash of the
+source, the lane count, the compiler and the CPU, and loaded with ctypes. Where no compiler works, or with `ICGD_COMPILED=0`, `load()` returns None and
 the fused backend is used instead (same math; results differ at float rounding). Nothing happens at
 import.
 """
@@ -25,9 +25,8 @@ from torch import Tensor
 
 from icgd.core.io import atomic_path, fingerprint
 
-LANES = 16
 _SOURCE = Path(__file__).with_name("compiled_attention.c")
-_DRIVER = ('#define REAL float\n#define IREAL int32_t\n#define SUFFIX _f32\n#include "compiled_attention.c"\n'
+_DRIVER = ('#define LANES {lanes}\n#define REAL float\n#define IREAL int32_t\n#define SUFFIX _f32\n#include "compiled_attention.c"\n'
            '#undef REAL\n#undef IREAL\n#undef SUFFIX\n'
            '#define REAL double\n#define IREAL int64_t\n#define SUFFIX _f64\n#include "compiled_attention.c"\n')
 _FLAGS = ["-O3", "-march=native", "-shared", "-fPIC", "-std=gnu11"]
@@ -56,13 +55,30 @@ def _cpu_id() -> str:
         return platform.processor()
 
 
+def lanes() -> int:
+    """Tasks per vector of the C code: 16 where the CPU has AVX-512 (one 512-bit register of floats), else 8
+    (one 256-bit AVX2 register); ICGD_COMPILED_LANES (8 or 16) overrides it. Why it follows the CPU,
+    measured (`benchmarks/compute_paths.py lsa-5 "seeds=[0,1,2,3,4]"`, 2 cores, AMD EPYC with AVX2 and no
+    AVX-512): 16 lanes, which GCC splits into pairs of 256-bit operations, 136.8 ms per step; 8 lanes 22.6 ms
+    (the fused PyTorch products 61.9). 16 lanes gave 14.8 ms on the machine where the kernel was written.
+    A task's arithmetic is the same at any lane count; the weight gradients are summed block by block, so
+    two lane counts agree to float rounding, not bit for bit."""
+    env = os.environ.get("ICGD_COMPILED_LANES")
+    if env is not None:
+        if env not in ("8", "16"):
+            raise ValueError(f"ICGD_COMPILED_LANES must be 8 or 16, got {env!r}")
+        return int(env)
+    return 16 if "avx512f" in _cpu_id().split() else 8
+
+
 def _compile() -> tuple[ctypes.CDLL | None, str]:
     cc = os.environ.get("CC", "cc")
     try:
         version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError) as e:
         return None, f"no C compiler ({cc}): {e}"
-    key = fingerprint("\0".join([_SOURCE.read_text(), _DRIVER, version, " ".join(_FLAGS), _cpu_id(),
+    driver_text = _DRIVER.format(lanes=lanes())
+    key = fingerprint("\0".join([_SOURCE.read_text(), driver_text, version, " ".join(_FLAGS), _cpu_id(),
                                  platform.machine()]), 16)
     target = cache_dir() / f"compiled_attention-{key}.so"
     if not target.exists():
@@ -70,7 +86,7 @@ def _compile() -> tuple[ctypes.CDLL | None, str]:
             target.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
                 driver = Path(tmp) / "driver.c"
-                driver.write_text(_DRIVER)
+                driver.write_text(driver_text)
                 with atomic_path(target) as out:  # a concurrent process sees the old or the whole new file
                     for extra in (["-fopenmp"], []):  # without OpenMP support: one thread
                         proc = subprocess.run([cc, *_FLAGS, *extra, "-I", str(_SOURCE.parent), "-o", str(out),
@@ -104,8 +120,9 @@ def load() -> ctypes.CDLL | None:
     """The compiled library, or None (ICGD_COMPILED=0, or no working C compiler: see `status()`)."""
     if _disabled():
         return None
-    if "lib" not in _state:
+    if _state.get("lanes") != lanes():  # a library per lane count (ICGD_COMPILED_LANES may change it)
         _state["lib"], _state["status"] = _compile()
+        _state["lanes"] = lanes()
     return _state["lib"]  # type: ignore[return-value]
 
 
@@ -128,7 +145,7 @@ def fits(n_tokens: int, d: int, dtype: torch.dtype) -> bool:
     """Whether the compiled code's per-thread buffers for n_tokens tokens of width d fit its stack budget (1 MiB;
     larger contexts use the PyTorch products)."""
     item = torch.empty(0, dtype=dtype).element_size()
-    return (6 * n_tokens * d + 2 * d * d + d) * LANES * item <= _STACK_BYTES
+    return (6 * n_tokens * d + 2 * d * d + d) * lanes() * item <= _STACK_BYTES
 
 
 def _ptr(t: Tensor | None) -> int | None:
@@ -141,16 +158,17 @@ def _run(fn, args: list) -> None:
 
 
 def to_blocks(x: Tensor) -> Tensor:
-    """(..., B, T, D) -> (..., ceil(B / LANES), T, D, LANES): tasks in groups of LANES, task index last;
+    """(..., B, T, D) -> (..., ceil(B / L), T, D, L): tasks in groups of L = `lanes()`, task index last;
     missing tasks of the last group are 0."""
     *lead, b, t, d = x.shape
-    nb = -(-b // LANES)
-    x = torch.nn.functional.pad(x, (0, 0, 0, 0, 0, nb * LANES - b)) if nb * LANES != b else x
-    return x.reshape(*lead, nb, LANES, t, d).movedim(-3, -1).contiguous()
+    n_lanes = lanes()
+    nb = -(-b // n_lanes)
+    x = torch.nn.functional.pad(x, (0, 0, 0, 0, 0, nb * n_lanes - b)) if nb * n_lanes != b else x
+    return x.reshape(*lead, nb, n_lanes, t, d).movedim(-3, -1).contiguous()
 
 
 def from_blocks(x: Tensor, b: int) -> Tensor:
-    """Inverse of `to_blocks`: (..., NB, T, D, LANES) -> (..., B, T, D)."""
+    """Inverse of `to_blocks`: (..., NB, T, D, L) -> (..., B, T, D)."""
     *lead, nb, t, d, lanes = x.shape
     return x.movedim(-1, -3).reshape(*lead, nb * lanes, t, d)[..., :b, :, :]
 
@@ -192,12 +210,12 @@ class CompiledAttention(torch.autograd.Function):
         tok, m, u = (t.detach().contiguous() for t in (tok, m, u))
         s_n, g, d = m.shape[0], u.shape[-2], m.shape[-1]
         nb, tt = tok.shape[-4], tok.shape[-3]
-        if (tok.shape[-2:] != (d, LANES) or not 0 < n <= tt or not 0 <= q0 < q1 <= tt
+        if (tok.shape[-2:] != (d, lanes()) or not 0 < n <= tt or not 0 <= q0 < q1 <= tt
                 or (g0 >= 0 and g0 + g > d)):
             raise ValueError(f"compiled attention: tokens {tuple(tok.shape)} do not fit D={d}, n={n}, rows {q0}:{q1}, "
                              f"residual coordinates {g0}:{g0 + g}")
         dims = _Dims(s_n, nb, tt, n, q0, q1, d, g, g0, nb * tt * d if tok.dim() == 5 else 0)
-        out = tok.new_empty(s_n, nb, q1 - q0, g, LANES)
+        out = tok.new_empty(s_n, nb, q1 - q0, g, tok.shape[-1])
         suffix = "_f32" if tok.dtype == torch.float32 else "_f64"
         _run(getattr(lib, prefix + "_forward" + suffix),
              [_ptr(tok), _ptr(m), _ptr(u), _ptr(out), ctypes.byref(dims), scale, lam, clip])
@@ -211,7 +229,7 @@ class CompiledAttention(torch.autograd.Function):
         tok, m, u = fctx.saved_tensors
         dims = fctx.dims
         s_n, nb, d, g = dims.S, dims.NB, dims.D, dims.G
-        gtok = tok.new_empty(s_n, nb, dims.TT, d, LANES) if fctx.needs_input_grad[0] and tok.dim() == 5 else None
+        gtok = tok.new_empty(s_n, nb, dims.TT, d, tok.shape[-1]) if fctx.needs_input_grad[0] and tok.dim() == 5 else None
         gm_part = m.new_empty(s_n, nb, d, d)
         gu_part = u.new_empty(s_n, nb, g, d)
         go = grad.contiguous()  # bound to a name: it must outlive the call

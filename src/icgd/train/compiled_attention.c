@@ -19,7 +19,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifndef LANES /* defined by icgd.train.compiled's driver: lanes(), 16 with AVX-512, else 8 */
 #define LANES 16
+#endif
 #define CAT2(a, b) a##b
 #define CAT(a, b) CAT2(a, b)
 #define FN(name) CAT(name, SUFFIX)
