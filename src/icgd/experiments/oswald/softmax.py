@@ -82,7 +82,7 @@ def _softmax_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 
 
 @register("oswald-softmax", "softmax attention with 1 and 2 heads, and LayerNorm, vs one GD step "
-          "(Fig. 11, 12, 14)", "source 000, A.9", quick_minutes=2.0, full_minutes=9.5, models=_softmax_models,
+          "(Fig. 11, 12, 14)", "source 000, A.9", quick_minutes=3.0, full_minutes=9.5, models=_softmax_models,
           deviations=LINEAR_DEVIATIONS + (
               "the softmax temperature is learnt (absorbed by W_Q); the code fixes 1/sqrt(11) (src/attn.py:176-178). "
               "Reason: equivalent up to a rescaling of W_Q that training finds.",))
