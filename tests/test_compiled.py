@@ -175,7 +175,7 @@ def test_lane_counts_agree(kind, monkeypatch):
     for n_lanes in ("8", "16"):
         monkeypatch.setenv("ICGD_COMPILED_LANES", n_lanes)
         tok = to_blocks(x)
-        assert tok.shape[-1] == int(n_lanes)
+        assert tok.shape[-1] == int(n_lanes) and f"({n_lanes} tasks per vector)" in kernel.status()
         o = kernel.attention(tok, m, u, 10, 0, 11, 1.0, residual=0, clip=3.0, kind=kind)
         y = from_blocks(o, 37)
         results.append((y, *torch.autograd.grad(y.square().sum(), [x, m, u])))

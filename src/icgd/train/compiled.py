@@ -109,7 +109,7 @@ def _compile() -> tuple[ctypes.CDLL | None, str]:
             bwd = getattr(lib, prefix + "_backward" + suffix)
             bwd.argtypes = [p, p, p, p, p, p, p, dims, real, real, real, ctypes.c_int]
             fwd.restype = bwd.restype = ctypes.c_int
-    return lib, f"compiled {target}"
+    return lib, f"compiled {target} ({lanes()} tasks per vector)"
 
 
 def _disabled() -> bool:
