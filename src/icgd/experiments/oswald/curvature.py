@@ -77,7 +77,7 @@ def _curvature_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 # ------------------------------------------------------------------------------------------ curvature
 @register("oswald-curvature", "GD++ curvature correction: Hessian eigenvalues and condition numbers across "
           "gamma, with gamma read off trained recurrent models (Fig. 13)", "source 000, A.10, Fig. 13",
-          quick_minutes=1.5, full_minutes=16.0, models=_curvature_models,
+          quick_minutes=1.5, full_minutes=7.0, models=_curvature_models,
           deviations=LINEAR_DEVIATIONS + (
               "Fig. 13 is not in the code: its eigenvalue cut is ours (0.1) and so are the sweep's N (10, 20, 40; "
               "quick mode 10, 20), whose values the text lost. Reason: nothing to read them from.",))

@@ -57,7 +57,7 @@ def _grokking_label(lr: float) -> str:
 
 
 @register("oswald-fixed-data", "training on a fixed set of 128 to 8192 tasks (Fig. 16)",
-          "source 000, A.12, Fig. 16", quick_minutes=1.0, full_minutes=3.0, models=_fixed_models,
+          "source 000, A.12, Fig. 16", quick_minutes=1.0, full_minutes=8.5, models=_fixed_models,
           deviations=LINEAR_DEVIATIONS + (
               "sets of 128 and 512 tasks train with batches of 128 and 512; the code's smallest set is one batch of "
               "2048 (cycle_data, CTS:172, 589-595). Reason: the paper's Fig. 16 shows smaller sets.",
