@@ -6,9 +6,9 @@ at a time as vector lanes, one call per residual layer) measured 3-4x faster per
 products (README, "Speed"). The C source ships with the package and is compiled on first use with the
 machine's C compiler (`cc -O3 -march=native -fopenmp`, else without OpenMP on one thread; the lane count
 defined by the driver) into a cache folder (`$ICGD_CACHE_DIR`, else ~/.cache/icgd), keyed by a hash of the
-source, the lane count, the compiler and the CPU, and loaded with ctypes. Where no compiler works, or with `ICGD_COMPILED=0`, `load()` returns None and
-the fused backend is used instead (same math; results differ at float rounding). Nothing happens at
-import.
+source, the lane count, the compiler and the CPU, and loaded with ctypes. Where no compiler works, or with
+`ICGD_COMPILED=0`, `load()` returns None and the fused backend is used instead (same math; results differ at
+float rounding). Nothing happens at import.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from torch import Tensor
 from icgd.core.io import atomic_path, fingerprint
 
 _SOURCE = Path(__file__).with_name("compiled_attention.c")
-_DRIVER = ('#define LANES {lanes}\n#define REAL float\n#define IREAL int32_t\n#define SUFFIX _f32\n#include "compiled_attention.c"\n'
+_DRIVER = ('#define LANES {lanes}\n'
+           '#define REAL float\n#define IREAL int32_t\n#define SUFFIX _f32\n#include "compiled_attention.c"\n'
            '#undef REAL\n#undef IREAL\n#undef SUFFIX\n'
            '#define REAL double\n#define IREAL int64_t\n#define SUFFIX _f64\n#include "compiled_attention.c"\n')
 _FLAGS = ["-O3", "-march=native", "-shared", "-fPIC", "-std=gnu11"]
@@ -229,7 +230,8 @@ class CompiledAttention(torch.autograd.Function):
         tok, m, u = fctx.saved_tensors
         dims = fctx.dims
         s_n, nb, d, g = dims.S, dims.NB, dims.D, dims.G
-        gtok = tok.new_empty(s_n, nb, dims.TT, d, tok.shape[-1]) if fctx.needs_input_grad[0] and tok.dim() == 5 else None
+        wants_gtok = fctx.needs_input_grad[0] and tok.dim() == 5
+        gtok = tok.new_empty(s_n, nb, dims.TT, d, tok.shape[-1]) if wants_gtok else None
         gm_part = m.new_empty(s_n, nb, d, d)
         gu_part = u.new_empty(s_n, nb, g, d)
         go = grad.contiguous()  # bound to a name: it must outlive the call
