@@ -32,7 +32,7 @@ def _reference(kind, x, n, q0, m, u, scale):
 @needs_kernel
 @pytest.mark.parametrize("kind", ["linear", "softmax"])
 @pytest.mark.parametrize("s_n,b,t,n,q0,d,g,shared,scale", [
-    (3, 37, 5, 4, 0, 7, 2, False, 1.0),   # a partial block of tasks (37 = 2 * 16 + 5)
+    (3, 37, 5, 4, 0, 7, 2, False, 1.0),   # a partial block of tasks (37 = 2 * 16 + 5 = 4 * 8 + 5)
     (2, 16, 7, 6, 6, 5, 1, False, 1.0),   # last layer: one query row, y-rows of U
     (2, 20, 7, 6, 4, 5, 3, False, 0.25),  # several query rows, count normalisation
     (3, 40, 5, 4, 0, 7, 7, True, 1.0),    # tokens shared by the seeds

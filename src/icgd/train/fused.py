@@ -187,8 +187,8 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
 def _compiled_predictions(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
                           query_x: Tensor, n_steps: int, lam: float) -> Tensor:
     """`lsa_predictions` of one-head linear or softmax attention stacks by the compiled backend: the tokens
-    stay in its block layout (tasks in groups of 16, task index last) through all layers, and each layer
-    (residual, dampening and clipping included) is one call of the C code."""
+    stay in its block layout (tasks in groups of `compiled.lanes()`, task index last) through all layers, and
+    each layer (residual, dampening and clipping included) is one call of the C code."""
     dx, dy, n = context_x.shape[-1], context_y.shape[-1], context_x.shape[-2]
     d = dx + dy
     tokens = torch.cat([torch.cat([context_x, context_y], -1),
