@@ -155,8 +155,10 @@ def test_a_broken_source_is_reported_not_raised(monkeypatch, tmp_path):
 
 def test_lanes_follow_the_cpu(monkeypatch):
     monkeypatch.delenv("ICGD_COMPILED_LANES", raising=False)
+    monkeypatch.setattr(kernel, "_state", {})
     monkeypatch.setattr(kernel, "_cpu_id", lambda: "flags\t\t: fpu sse2 avx avx2 fma avx512f avx512dq")
     assert kernel.lanes() == 16
+    monkeypatch.setattr(kernel, "_state", {})
     monkeypatch.setattr(kernel, "_cpu_id", lambda: "flags\t\t: fpu sse2 avx avx2 fma avx512_bf16")
     assert kernel.lanes() == 8
     monkeypatch.setenv("ICGD_COMPILED_LANES", "16")

@@ -69,7 +69,9 @@ def lanes() -> int:
         if env not in ("8", "16"):
             raise ValueError(f"ICGD_COMPILED_LANES must be 8 or 16, got {env!r}")
         return int(env)
-    return 16 if "avx512f" in _cpu_id().split() else 8
+    if "native_lanes" not in _state:  # read once: lanes() is called on every step's hot path
+        _state["native_lanes"] = 16 if "avx512f" in _cpu_id().split() else 8
+    return _state["native_lanes"]  # type: ignore[return-value]
 
 
 def _compile() -> tuple[ctypes.CDLL | None, str]:
