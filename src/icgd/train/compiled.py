@@ -74,13 +74,14 @@ def lanes() -> int:
     return _state["native_lanes"]  # type: ignore[return-value]
 
 
-def _compile() -> tuple[ctypes.CDLL | None, str]:
+def _compile(n_lanes: int) -> tuple[ctypes.CDLL | None, str]:
+    """The library for `n_lanes` tasks per vector (compiled into the cache unless there), and its status."""
     cc = os.environ.get("CC", "cc")
     try:
         version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError) as e:
         return None, f"no C compiler ({cc}): {e}"
-    driver_text = _DRIVER.format(lanes=lanes())
+    driver_text = _DRIVER.format(lanes=n_lanes)
     key = fingerprint("\0".join([_SOURCE.read_text(), driver_text, version, " ".join(_FLAGS), _cpu_id(),
                                  platform.machine()]), 16)
     target = cache_dir() / f"compiled_attention-{key}.so"
@@ -112,7 +113,7 @@ def _compile() -> tuple[ctypes.CDLL | None, str]:
             bwd = getattr(lib, prefix + "_backward" + suffix)
             bwd.argtypes = [p, p, p, p, p, p, p, dims, real, real, real, ctypes.c_int]
             fwd.restype = bwd.restype = ctypes.c_int
-    return lib, f"compiled {target} ({lanes()} tasks per vector)"
+    return lib, f"compiled {target} ({n_lanes} tasks per vector)"
 
 
 def _disabled() -> bool:
@@ -123,9 +124,10 @@ def load() -> ctypes.CDLL | None:
     """The compiled library, or None (ICGD_COMPILED=0, or no working C compiler: see `status()`)."""
     if _disabled():
         return None
-    if _state.get("lanes") != lanes():  # a library per lane count (ICGD_COMPILED_LANES may change it)
-        _state["lib"], _state["status"] = _compile()
-        _state["lanes"] = lanes()
+    n_lanes = lanes()
+    if _state.get("lanes") != n_lanes:  # a library per lane count (ICGD_COMPILED_LANES may change it)
+        _state["lib"], _state["status"] = _compile(n_lanes)
+        _state["lanes"] = n_lanes
     return _state["lib"]  # type: ignore[return-value]
 
 
