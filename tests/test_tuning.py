@@ -7,8 +7,11 @@ from icgd import make_generator
 from icgd.analysis.baselines import run_baselines
 from icgd.core.metrics import evaluate
 from icgd.learners import GD
+from icgd.learners import GDPlusPlus, ZeroPredictor
 from icgd.learners.tuning import (
     analytic_eta,
+    best_on,
+    fit_gdpp_adam,
     gd_loss_fn,
     line_search,
     tune_gd,
@@ -58,6 +61,46 @@ def test_per_step_and_gdpp_tuning_beat_constant_eta(tasks_half):
     assert shared.gammas[0] > 0
     assert evaluate(gdpp, ev).mean <= evaluate(shared, ev).mean * 1.001
     assert evaluate(shared, ev).mean < 0.95 * evaluate(tune_gd(tune, 2), ev).mean
+
+
+def test_the_codes_gdpp_fit(tasks_half):
+    """`fit_gdpp_adam`: from the code's lin_diag start (gamma = eta / N^2, eta the best such constant rate),
+    Adam on fresh tasks; better than its start and than GD, near the L-BFGS fit, the same for the same seed."""
+    tune, ev = tasks_half[0][:2000], tasks_half[1][:4000]
+    task = LinearRegression(input_range=0.5)
+    draw = lambda b, g: task.sample(b, g)  # noqa: E731
+    start = fit_gdpp_adam(draw, tune, 2, n_steps=0)
+    eta0 = start.etas[0]
+    assert start.etas == [eta0, eta0] and start.gammas == pytest.approx([eta0 / 100] * 2, rel=1e-6)
+    best_const = line_search(lambda e: evaluate(GDPlusPlus(e, e / 100, 2), tune).mean)
+    assert eta0 == pytest.approx(best_const, rel=1e-4)
+    fit = fit_gdpp_adam(draw, tune, 2, n_steps=400, lr=1e-2)
+    lbfgs = evaluate(tune_gdpp(tune, 2), ev).mean
+    assert evaluate(fit, ev).mean < 0.95 * evaluate(start, ev).mean
+    assert evaluate(fit, ev).mean < 0.9 * evaluate(tune_gd(tune, 2), ev).mean
+    assert evaluate(fit, ev).mean < 1.2 * lbfgs  # Adam's last iterate: near, not at, the optimum
+    again = fit_gdpp_adam(draw, tune, 2, n_steps=400, lr=1e-2)
+    assert again.etas == fit.etas and again.gammas == fit.gammas
+    shared = fit_gdpp_adam(draw, tune, 3, n_steps=20, shared=True, clip=10.0)
+    assert shared.name == "gdpp_shared" and len(set(shared.etas)) == 1 and shared.clip == 10.0
+
+
+def test_gdpp_from_a_start_and_best_on(tasks_half):
+    tune = tasks_half[0][:2000]
+    poor = GDPlusPlus([1.0, 1.0], [0.0, 0.0])
+    refined = tune_gdpp(tune, 2, init=poor)
+    assert evaluate(refined, tune).mean < 0.9 * evaluate(poor, tune).mean
+    with pytest.raises(ValueError, match="steps"):
+        tune_gdpp(tune, 3, init=poor)
+    with pytest.raises(ValueError, match="shared"):
+        tune_gdpp(tune, 2, shared=True, init=GDPlusPlus([1.0, 2.0], [0.0, 0.0]))
+    class NaN:  # a fit that diverged to NaN must not win by failing every comparison
+        def predict(self, ep):
+            return torch.full_like(ep.query_y, math.nan)
+
+    name, learner = best_on(tune, {"nan": NaN(), "diverging": GD(1e6, 2), "refined": refined,
+                                   "zero": ZeroPredictor(), "poor": poor})
+    assert name == "refined" and learner is refined
 
 
 def test_baselines_reproduce_the_spec_ground_truth():

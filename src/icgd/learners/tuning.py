@@ -4,7 +4,9 @@
 - `analytic_eta`: the closed form of SPEC 4 for one GD step from W0 = 0,
   eta* = E[a . b] / E[|a|^2], a = (1/N) sum_i y_i x_i^T x_q, b = y_q (milliseconds, no search);
 - `tune_gd` / `tune_gdpp`: constant eta by line search, per-step etas (and GD++ gammas) by L-BFGS
-  started from the constant-eta optimum, all in float64.
+  started from the constant-eta optimum (or from a given GD++), all in float64;
+- `fit_gdpp_adam`: GD++ fitted as source 000's code fits it, by Adam on fresh tasks;
+- `best_on`: the learner with the lowest loss on the tuning episodes.
 """
 
 from __future__ import annotations
@@ -117,13 +119,19 @@ def tune_gd(ep: Episodes, steps: int, per_step: bool = False, max_iter: int = 20
 
 @timed("tune reference")
 def tune_gdpp(ep: Episodes, steps: int, max_iter: int = 300, shared: bool = False,
-              clip: float | None = None) -> GDPlusPlus:
-    """K-step GD++ with eta and gamma tuned by L-BFGS on `ep`, from the tuned GD etas and gamma 0: one
-    (eta, gamma) per step, or with `shared` one pair for every step (as the official code of source 000
-    tunes GD++ for its recurrent models: `gd_deq`, constructed_token_setup notebook). `clip`: the tokens
-    clipped after each step (`GDPlusPlus.clip`)."""
+              clip: float | None = None, init: GDPlusPlus | None = None) -> GDPlusPlus:
+    """K-step GD++ with eta and gamma tuned by L-BFGS on `ep`, from the tuned GD etas and gamma 0 (or from
+    `init`'s etas and gammas): one (eta, gamma) per step, or with `shared` one pair for every step (as the
+    official code of source 000 tunes GD++ for its recurrent models: `gd_deq`, constructed_token_setup
+    notebook). `clip`: the tokens clipped after each step (`GDPlusPlus.clip`)."""
     ep64 = ep.to(dtype=torch.float64)
-    if shared:
+    n_par = 1 if shared else steps
+    if init is not None:
+        if init.steps != steps or (shared and len(set(init.etas)) > 1):
+            raise ValueError(f"init has {init.steps} steps (etas {init.etas}); need {steps}"
+                             + (" with one shared eta" if shared else ""))
+        start = torch.tensor(init.etas[:n_par], dtype=torch.float64)
+    elif shared:
         eta = tune_gd(ep, steps, clip=clip).etas[0]
         start = torch.full((1,), eta, dtype=torch.float64)
     else:
@@ -131,15 +139,73 @@ def tune_gdpp(ep: Episodes, steps: int, max_iter: int = 300, shared: bool = Fals
     # search in scale-free units: eta_k = start_k * exp(u_k), gamma_k = v_k / c with c the mean eigenvalue
     # of X X^T, so the search behaves the same whatever the input range
     c = float((ep64.context_x ** 2).sum((1, 2)).mean()) / ep64.dx
+    v0 = (torch.zeros(n_par, dtype=torch.float64) if init is None
+          else torch.tensor(init.gammas[:n_par], dtype=torch.float64) * c)
 
     def learner(p: list[Tensor]) -> GDPlusPlus:
         return GDPlusPlus((start * torch.exp(p[0])).expand(steps), (p[1] / c).expand(steps), steps, clip=clip)
 
-    n = len(start)
-    u, v = _lbfgs(lambda p: _loss(learner(p), ep64), [torch.zeros(n, dtype=torch.float64)] * 2, max_iter)
+    u, v = _lbfgs(lambda p: _loss(learner(p), ep64), [torch.zeros(n_par, dtype=torch.float64), v0], max_iter)
     best = learner([u, v])
     return GDPlusPlus([float(e) for e in best.etas], [float(g) for g in best.gammas], steps,
                       name="gdpp_shared" if shared else "gdpp", clip=clip)
+
+
+@timed("tune reference")
+def fit_gdpp_adam(draw: Callable[[int, torch.Generator], Episodes], tune: Episodes, steps: int, *,
+                  shared: bool = False, clip: float | None = None, lr: float = 1e-3, grad_clip: float = 1e10,
+                  n_steps: int = 30_000, batch: int = 512, seed: int = 0) -> GDPlusPlus:
+    """K-step GD++ fitted as source 000's code fits it (`pre_train_gd_hps`, src/train.py:546-579; called
+    from constructed_token_setup.ipynb's training cell with `lin_diag=True`):
+
+    - the GD++ transformer's start is `create_weights(lin_diag=True)` (src/data.py:204-263): in every step
+      value diagonal (v_x, v_y) = (1, -1) and projection diagonal (p_x, p_y) = (-eta0 / N^2, eta0 / N), so
+      eta = -N p_y v_y = eta0 and gamma = -p_x v_x = eta0 / N^2 (ours: x <- x - gamma X^T X x), with eta0
+      the best constant rate of that family (the code scans a grid on its evaluation tasks, src/train.py:
+      477-501; here a line search on `tune`);
+    - only those four diagonals learn (`gradient_manipulation`, src/train.py:523-543): the x block's
+      gradient is its diagonal's sum / dx^2, the mean over the zeroed dx x dx block, and enters the global
+      gradient norm dx times;
+    - Adam (b1 0.9, b2 0.999, eps 1e-8) at `lr` after a global-norm clip at `grad_clip`, `n_steps` steps on
+      `batch` fresh tasks each (`draw(batch, generator)`, from generator seed `seed`), float32 as the code;
+    - with `shared` (`gd_deq`) one set of four for every step, else one per step. `clip`: token clipping.
+    """
+    n, dx, tune64 = tune.n_context, tune.dx, tune.to(dtype=torch.float64)
+    eta0 = line_search(lambda e: float(_loss(GDPlusPlus(e, e / n ** 2, steps, clip=clip), tune64)))
+    k = 1 if shared else steps
+    vx, vy, px, py = (torch.full((k,), v, requires_grad=True) for v in (1.0, -1.0, -eta0 / n ** 2, eta0 / n))
+    params = [vx, vy, px, py]
+
+    def learner(dtype: torch.dtype) -> GDPlusPlus:
+        eta, gamma = (-n * py * vy).to(dtype), (-px * vx).to(dtype)
+        return GDPlusPlus(eta.expand(steps), gamma.expand(steps), steps, clip=clip)
+
+    opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.999), eps=1e-8)
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(n_steps):
+        opt.zero_grad()
+        _loss(learner(torch.float32), draw(batch, gen)).backward()
+        with torch.no_grad():
+            vx.grad /= dx ** 2
+            px.grad /= dx ** 2
+            norm = math.sqrt(sum(float((w * p.grad ** 2).sum()) for w, p in zip((dx, 1, dx, 1), params)))
+            if norm > grad_clip:
+                for p in params:
+                    p.grad *= grad_clip / norm
+        opt.step()
+    with torch.no_grad():
+        best = learner(torch.float64)
+    return GDPlusPlus([float(e) for e in best.etas], [float(g) for g in best.gammas], steps,
+                      name="gdpp_shared" if shared else "gdpp", clip=clip)
+
+
+def best_on(ep: Episodes, learners: dict[str, Any]) -> tuple[str, Any]:
+    """(name, learner) of the lowest mean loss on `ep` (float64); non-finite losses lose."""
+    ep64 = ep.to(dtype=torch.float64)
+    with torch.no_grad():
+        losses = {k: float(_loss(v, ep64)) for k, v in learners.items()}
+    name = min(losses, key=lambda k: losses[k] if math.isfinite(losses[k]) else math.inf)
+    return name, learners[name]
 
 
 def _lbfgs(loss_fn: Callable[[list[Tensor]], Tensor], init: list[Tensor], max_iter: int) -> list[Tensor]:

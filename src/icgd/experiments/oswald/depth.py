@@ -22,9 +22,9 @@ from icgd.experiments.oswald.keys import (
     DEPTH_MAX_TF_OVER_GD,
     DEPTH_OOD_MAX,
 )
-from icgd.experiments.oswald.shared import GELU_DEVIATION, LINEAR_DEVIATIONS, deep_ood
+from icgd.experiments.oswald.shared import GELU_DEVIATION, LINEAR_DEVIATIONS, deep_ood, gdpp_reference
 from icgd.experiments.registry import ExperimentContext, register
-from icgd.learners.tuning import tune_gd, tune_gdpp
+from icgd.learners.tuning import tune_gd
 from icgd.results.figures import COLORS, label_axes, subplots
 from icgd.train.config import TrainConfig
 
@@ -67,7 +67,11 @@ def depth(ctx: ExperimentContext) -> None:
         clip = res.config.model.clip  # the references clip their tokens as the model does (the code's)
         if (k, recurrent, clip) not in refs:  # a recurrent model's GD++ shares one (eta, gamma), as the code's
             tune = tune_tasks(ctx, task)
-            gd, gdpp = tune_gd(tune, k, clip=clip), tune_gdpp(tune, k, shared=recurrent, clip=clip)
+            gd = tune_gd(tune, k, clip=clip)
+            gdpp, fits, fit = gdpp_reference(ctx, task, tune, k, recurrent, clip)  # best of three, the code's among them
+            tag = f"gdpp{'_shared' if recurrent else ''}_{k}"
+            ctx.result(f"{tag}_fits", {f: evaluate(v, ev).mean for f, v in fits.items()})
+            ctx.result(f"{tag}_fit", fit)
             refs[k, recurrent, clip] = (evaluate(gd, ev).mean, evaluate(gdpp, ev).mean, gd, gdpp)
         gd_loss, gdpp_loss, gd, gdpp = refs[k, recurrent, clip]
         pd_gd, pd_gdpp = seed_prediction_differences(res, [gd, gdpp], ev[:size(ctx, ALIGN_TASKS)])
