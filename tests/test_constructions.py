@@ -201,3 +201,12 @@ def test_per_layer_products_in_a_trained_shaped_stack_give_per_step_gdpp():
     torch.testing.assert_close(again.predict(ep), TransformerLearner(stack).predict(ep), rtol=1e-9, atol=1e-12)
     with pytest.raises(ValueError, match="3 products for a stack of 4"):
         with_layer_products(stack, cons[:3])
+    # with token clipping (oswald-deep's 5-layer path keeps the model's clip): the stack with the GD++
+    # products is GD++ with the same clip, also where the clip is active
+    big = [(kq, pv * 30) for kq, pv in cons]  # etas and gammas x30: tokens leave [-1, 1]
+    clipped = Stack(StackConfig(attention=AttentionConfig(d_model=dx + dy), n_layers=steps, clip=1.0),
+                    dtype=torch.float64, generator=make_generator(3))
+    ref = GDPlusPlus([30 * e for e in ETAS[:steps]], [30 * g for g in GAMMAS[:steps]], clip=1.0)
+    assert (ref.predict(ep) - GDPlusPlus(ref.etas, ref.gammas).predict(ep)).abs().max() > 0.1  # the clip acts
+    err = (TransformerLearner(with_layer_products(clipped, big)).predict(ep) - ref.predict(ep)).abs().max().item()
+    assert err < 1e-10, err
