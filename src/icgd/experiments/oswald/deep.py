@@ -32,6 +32,7 @@ from icgd.experiments.common import (
 from icgd.experiments.oswald.keys import (
     DEEP_GD_LOSS,
     DEEP_MEDIAN,
+    DEEP_TF_PER_SEED,
     FIVE_INTERPOLATION,
     REC2_INTERPOLATION,
     REC2_INTERPOLATION_WORST,
@@ -74,6 +75,7 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
     for k in ["tf_loss"] + [f"{m}_{r}" for r in refs for m in ("pd", "cos")]:
         ctx.result(DEEP_MEDIAN.format(tag=tag, measure=k), median([r[k] for r in rows]))
     ctx.result(DEEP_GD_LOSS.format(tag=tag), gd_loss)
+    ctx.result(DEEP_TF_PER_SEED.format(tag=tag), [r["tf_loss"] for r in rows])
     ctx.result(f"{tag}.gdpp_loss", gdpp_loss)
     if "gdpp_shared" in refs:
         ctx.result(f"{tag}.gdpp_shared_loss", losses["gdpp_shared"])

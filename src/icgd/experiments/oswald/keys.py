@@ -17,6 +17,7 @@ OOD_INTERP_MAX_DEVIATION = "max_relative_deviation_interpolated_alpha_le_1_5"
 OOD_GD_DEGRADES = "gd_over_zero_input_scale_2_over_1"
 DEEP_MEDIAN = "{tag}.{measure}_median"  # oswald-deep, tag rec2 or five; measure tf_loss, pd_gd, pd_gdpp, ...
 DEEP_GD_LOSS = "{tag}.gd_loss"
+DEEP_TF_PER_SEED = "{tag}.tf_loss_per_seed"  # oswald-deep: every seed's held-out loss, in seed order
 DEEP_OOD = "{tag}.ood_max_relative_deviation_vs_gdpp_alpha_le_1_5"  # A2_FAMILIES, median seed
 DEEP_OOD_ALL = "{tag}.ood_max_relative_deviation_vs_gdpp_alpha_le_1_5_all_families"
 REC2_INTERPOLATION = "rec2.interpolation_to_gdpp_max_increase_median"
