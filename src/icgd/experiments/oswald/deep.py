@@ -91,7 +91,7 @@ def _deep_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 
 
 @register("oswald-deep", "recurrent 2-layer and 5-layer LSA vs GD and GD++ (Fig. 3, 7, 8)",
-          "source 000, sec. 3 'Multiple steps', Fig. 3, A.10", quick_minutes=3.5, full_minutes=34.0,
+          "source 000, sec. 3 'Multiple steps', Fig. 3, A.10", quick_minutes=5.1, full_minutes=38.0,
           models=_deep_models, deviations=LINEAR_DEVIATIONS + (
               "the 5-layer model is interpolated to its GD++ construction (A.3's naive correction per layer); the "
               "code interpolates 1-layer and recurrent models only (CTS:481-533). Reason: sec. 3 states the result "

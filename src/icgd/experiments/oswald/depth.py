@@ -49,7 +49,7 @@ def _depth_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 # full_minutes: the 4-head MLP stacks' 50,000 steps alone take about 90, 125 and 160 min at depths 2, 3, 4 on 2
 # cores (40 steps timed each while another training ran, 2026-11-25): full mode is for a GPU
 @register("oswald-depth", "recurrent and separate-layer LSA stacks of depth 2 to 4, and (full mode) 4 heads "
-          "and MLPs at every depth, vs GD and GD++ (Fig. 7, 8)", "source 000, A.5, Fig. 7, 8", quick_minutes=4.5,
+          "and MLPs at every depth, vs GD and GD++ (Fig. 7, 8)", "source 000, A.5, Fig. 7, 8", quick_minutes=5.4,
           full_minutes=480.0, models=_depth_models, deviations=LINEAR_DEVIATIONS + (
               "the code has no script for Figs. 7-8; the models follow CTS's rules for their depth. The 4-head MLP "
               "models train in full mode only. Reason: it needs the slower generic training path.", GELU_DEVIATION))
