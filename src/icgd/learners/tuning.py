@@ -127,9 +127,9 @@ def tune_gdpp(ep: Episodes, steps: int, max_iter: int = 300, shared: bool = Fals
     ep64 = ep.to(dtype=torch.float64)
     n_par = 1 if shared else steps
     if init is not None:
-        if init.steps != steps or (shared and len(set(init.etas)) > 1):
-            raise ValueError(f"init has {init.steps} steps (etas {init.etas}); need {steps}"
-                             + (" with one shared eta" if shared else ""))
+        if init.steps != steps or (shared and (len(set(init.etas)) > 1 or len(set(init.gammas)) > 1)):
+            raise ValueError(f"init has {init.steps} steps (etas {init.etas}, gammas {init.gammas}); need {steps}"
+                             + (" with one shared eta and gamma" if shared else ""))
         start = torch.tensor(init.etas[:n_par], dtype=torch.float64)
     elif shared:
         eta = tune_gd(ep, steps, clip=clip).etas[0]

@@ -166,12 +166,10 @@ def _rec2_interpolation(ctx: ExperimentContext, rec: TrainResult, gdpp: Any, ev:
     minus 1, median seed (REC2_INTERPOLATION) and worst seed (a seed still on its plateau has products
     that are not GD++'s, and its path can blow up)."""
     alphas = np.linspace(0, 1, 11)
-    worst, rows, endpoint = [], [], []
-    gdpp_loss = evaluate(gdpp, ev).mean
+    worst, rows = [], []
     for s, on_path in zip(rec.config.seeds, _rec2_on_path(rec, gdpp)):
         losses = [evaluate(on_path(float(a)), ev).mean for a in alphas]
         worst.append(max(losses) / max(losses[0], losses[-1]) - 1)
-        endpoint.append(abs(losses[0] / gdpp_loss - 1))
         rows += [{"seed": s, "alpha": float(a), "loss": x} for a, x in zip(alphas, losses)]
     ctx.result(REC2_INTERPOLATION, median(worst))
     ctx.result(REC2_INTERPOLATION_WORST, max(worst))
