@@ -382,3 +382,29 @@ def test_gdpp_loss_match_reads_every_seed(tag, ref_key):
     assert verdict([1.02, 0.97, 1.05, 0.99, 1.01]) == "PASS"
     assert verdict([0.84, 0.82, 0.72, 0.98, 0.96]) == "inconclusive"
     assert verdict([1.6, 1.4, 1.5, 1.7, 1.45]) == "FAIL"  # every seed 40% or more above GD++
+
+    # the interval over held-out tasks (paired bootstrap): the same seeds, inconclusive where it straddles
+    def with_tasks(ratios: list[float]) -> dict:
+        seeds = [1.02, 0.97, 1.05, 0.99, 1.01]
+        r = {X.DEEP_MEDIAN.format(tag=tag, measure="tf_loss"): 1.01, ref_key: 1.0,
+             X.DEEP_TF_PER_SEED.format(tag=tag): seeds, X.DEEP_TF_MEDIAN_BOOT.format(tag=tag): ratios,
+             X.DEEP_BOOT.format(key=ref_key): [1.0] * len(ratios)}
+        return claim.check({"oswald-deep": r})
+
+    narrow = with_tasks([1.0 + 0.001 * i for i in range(-40, 41)])
+    assert narrow["verdict"] == "PASS" and narrow["interval"][1] < 0.1
+    wide = with_tasks([0.85 + 0.005 * i for i in range(81)])  # 0.85 to 1.25: its upper end is past the bar
+    assert wide["verdict"] == "inconclusive" and wide["interval"][1] > 0.1
+
+
+def test_task_bootstrap_is_paired():
+    """oswald-deep's bootstrap over tasks resamples the same tasks for the seeds and the reference: a model
+    equal to its reference has the ratio 1 in every resample; the resamples' spread is that of the mean."""
+    import numpy as np
+
+    from icgd.experiments.oswald.deep import _task_bootstrap
+
+    ref = np.random.default_rng(1).exponential(size=500) ** 3  # heavy-tailed per-task losses
+    tf_b, ref_b = _task_bootstrap(np.stack([ref, ref * 1.1, ref * 0.9]), ref, n=200)
+    assert [t / g for t, g in zip(tf_b, ref_b)] == pytest.approx([1.0] * 200, rel=1e-12)
+    assert np.std(ref_b) == pytest.approx(ref.std() / len(ref) ** 0.5, rel=0.3)

@@ -246,7 +246,7 @@ def test_seed_losses_equal_each_seeds_evaluation(model, tmp_path):
     `evaluate` of each seed's learner to float64 rounding."""
     from icgd.core.episodes import make_generator
     from icgd.core.metrics import evaluate
-    from icgd.experiments.common import seed_learners, seed_losses
+    from icgd.experiments.common import seed_learners, seed_losses, seed_task_losses
     from icgd.train.engine import TrainResult
     from icgd.train.models import init_params
 
@@ -258,6 +258,10 @@ def test_seed_losses_equal_each_seeds_evaluation(model, tmp_path):
     slow = [evaluate(lr, ev).mean for lr in seed_learners(res)]
     assert fast == pytest.approx(slow, rel=1e-12, abs=0)
     assert len(set(fast)) == 3  # three different seeds, not one seed three times
+    per_task = seed_task_losses(res, ev, chunk=128)  # (seeds, tasks), in the tasks' order
+    assert per_task.shape == (3, 300) and per_task.mean(-1).tolist() == pytest.approx(slow, rel=1e-12, abs=0)
+    lr0 = seed_learners(res)[0]
+    assert float(per_task[0, 7]) == pytest.approx(evaluate(lr0, ev[7:8]).mean, rel=1e-12)
 
 
 @pytest.mark.parametrize("model", [{"n_layers": 2}, {"n_layers": 2, "n_heads": 2, "mlp": True}, {"kind": "lstm", "n_layers": 1}])

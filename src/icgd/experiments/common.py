@@ -214,6 +214,16 @@ def seed_losses(res: TrainResult, ev: Episodes, chunk: int = 4096) -> list[float
     return [s.mean for s in stats]
 
 
+def seed_task_losses(res: TrainResult, ev: Episodes, chunk: int = 4096) -> Tensor:
+    """Every seed's loss on every task of `ev`, (S, B) (float64, CPU; `query_loss` of `seed_predictions`)."""
+    from icgd.core.metrics import query_loss
+    from icgd.core.profiling import section
+
+    with section("evaluate"):
+        return torch.cat([query_loss(pred, e.query_y.expand_as(pred)) for e, pred in seed_predictions(res, ev, chunk)],
+                         dim=-1)
+
+
 def seed_prediction_differences(res: TrainResult, refs: list[Any], ev: Episodes, chunk: int = 4096
                                 ) -> list[list[float]]:
     """`alignment(learner, ref, ev)["prediction_difference"].mean` for each reference learner (outer list) and

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import torch
 
 from icgd.analysis.readoff import (
     gdpp_products,
@@ -15,7 +16,7 @@ from icgd.analysis.readoff import (
     with_layer_products,
 )
 from icgd.core.episodes import Episodes
-from icgd.core.metrics import alignment, evaluate
+from icgd.core.metrics import alignment, evaluate, query_loss
 from icgd.experiments.common import (
     ALIGN_TASKS,
     STEPS_SEPARATE,
@@ -25,13 +26,16 @@ from icgd.experiments.common import (
     median,
     seed_learners,
     seed_losses,
+    seed_task_losses,
     size,
     train_config,
     tune_tasks,
 )
 from icgd.experiments.oswald.keys import (
     DEEP_GD_LOSS,
+    DEEP_BOOT,
     DEEP_MEDIAN,
+    DEEP_TF_MEDIAN_BOOT,
     DEEP_TF_PER_SEED,
     FIVE_INTERPOLATION,
     REC2_INTERPOLATION,
@@ -76,6 +80,13 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
         ctx.result(DEEP_MEDIAN.format(tag=tag, measure=k), median([r[k] for r in rows]))
     ctx.result(DEEP_GD_LOSS.format(tag=tag), gd_loss)
     ctx.result(DEEP_TF_PER_SEED.format(tag=tag), [r["tf_loss"] for r in rows])
+    # the loss-match claims' noise from the sample of tasks: per-task losses are heavy-tailed under a token clip
+    claim_ref = "gdpp_shared" if recurrent else "gdpp"
+    with torch.no_grad():
+        ref_tasks = query_loss(refs[claim_ref].predict(ev), ev.query_y)
+    tf_b, ref_b = _task_bootstrap(seed_task_losses(res, ev).numpy(), ref_tasks.numpy())
+    ctx.result(DEEP_TF_MEDIAN_BOOT.format(tag=tag), tf_b)
+    ctx.result(DEEP_BOOT.format(key=f"{tag}.{claim_ref}_loss"), ref_b)
     ctx.result(f"{tag}.gdpp_loss", gdpp_loss)
     if "gdpp_shared" in refs:
         ctx.result(f"{tag}.gdpp_shared_loss", losses["gdpp_shared"])
@@ -83,6 +94,19 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
     ctx.result(f"{tag}.zero_loss", evaluate(ZeroPredictor(), ev).mean)
     ctx.result(f"{tag}.gdpp", gdpp.describe())
     return {"rows": rows} | refs
+
+
+def _task_bootstrap(tf: np.ndarray, ref: np.ndarray, n: int = 1000, seed: int = 0) -> tuple[list[float], list[float]]:
+    """A paired bootstrap over tasks: `n` resamples of the B tasks (the same for every seed and the reference,
+    numpy generator `seed`); per resample the median over seeds of the seeds' mean loss (`tf`: (S, B)) and the
+    reference's mean loss (`ref`: (B,))."""
+    rng = np.random.default_rng(seed)
+    tf_b, ref_b = [], []
+    for _ in range(n):
+        idx = rng.integers(0, len(ref), len(ref))
+        tf_b.append(float(np.median(tf[:, idx].mean(-1))))
+        ref_b.append(float(ref[idx].mean()))
+    return tf_b, ref_b
 
 
 def _deep_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:

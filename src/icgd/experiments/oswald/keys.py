@@ -18,6 +18,9 @@ OOD_GD_DEGRADES = "gd_over_zero_input_scale_2_over_1"
 DEEP_MEDIAN = "{tag}.{measure}_median"  # oswald-deep, tag rec2 or five; measure tf_loss, pd_gd, pd_gdpp, ...
 DEEP_GD_LOSS = "{tag}.gd_loss"
 DEEP_TF_PER_SEED = "{tag}.tf_loss_per_seed"  # oswald-deep: every seed's held-out loss, in seed order
+# oswald-deep: a paired bootstrap over the held-out tasks, the median seed's loss and the claims' GD++'s per resample
+DEEP_TF_MEDIAN_BOOT = "{tag}.tf_loss_median_boot"
+DEEP_BOOT = "{key}_boot"  # of a reference's loss key, e.g. five.gdpp_loss_boot
 DEEP_OOD = "{tag}.ood_max_relative_deviation_vs_gdpp_alpha_le_1_5"  # A2_FAMILIES, median seed
 DEEP_OOD_ALL = "{tag}.ood_max_relative_deviation_vs_gdpp_alpha_le_1_5_all_families"
 REC2_INTERPOLATION = "rec2.interpolation_to_gdpp_max_increase_median"
