@@ -56,13 +56,13 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
     tune = tune_tasks(ctx, res.config.task)
     clip = res.config.model.clip  # the references clip their tokens as the model does (src/transformer.py:196-199)
     recurrent = res.config.model.recurrent
-    gd = tune_gd(tune, steps, clip=clip)
-    # the GD++ a claim reads: the best of three fits (the code's Adam fit among them), `gdpp_reference`
+    claim_ref = "gdpp_shared" if recurrent else "gdpp"  # the GD++ the claims read (the code's kind for this model)
+    # that GD++: the best of three fits (the code's Adam fit among them), `gdpp_reference`
     best, fits, fit = gdpp_reference(ctx, res.config.task, tune, steps, recurrent, clip)
-    refs = {"gd": gd, "gdpp": tune_gdpp(tune, steps, clip=clip), "gdpp_shared": best} if recurrent else \
-        {"gd": gd, "gdpp": best}
-    ctx.result(f"{tag}.gdpp{'_shared' if recurrent else ''}_fits", {k: evaluate(v, ev).mean for k, v in fits.items()})
-    ctx.result(f"{tag}.gdpp{'_shared' if recurrent else ''}_fit", fit)
+    refs = {"gd": tune_gd(tune, steps, clip=clip)} | (
+        {"gdpp": tune_gdpp(tune, steps, clip=clip)} if recurrent else {}) | {claim_ref: best}
+    ctx.result(f"{tag}.{claim_ref}_fits", {k: evaluate(v, ev).mean for k, v in fits.items()})
+    ctx.result(f"{tag}.{claim_ref}_fit", fit)
     gdpp = refs["gdpp"]
     # every seed's and every reference's loss on every held-out task: their means are the losses reported, and
     # the loss-match claims' interval over tasks is read from them (per-task losses are heavy-tailed under a clip)
@@ -82,7 +82,6 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
         ctx.result(DEEP_MEDIAN.format(tag=tag, measure=k), median([r[k] for r in rows]))
     ctx.result(DEEP_GD_LOSS.format(tag=tag), gd_loss)
     ctx.result(DEEP_TF_PER_SEED.format(tag=tag), [r["tf_loss"] for r in rows])
-    claim_ref = "gdpp_shared" if recurrent else "gdpp"  # the GD++ the loss-match claim reads
     tf_b, ref_b = _task_bootstrap(tf_tasks.numpy(), ref_tasks[claim_ref].numpy())
     ctx.result(DEEP_TF_MEDIAN_BOOT.format(tag=tag), tf_b)
     ctx.result(DEEP_BOOT.format(key=f"{tag}.{claim_ref}_loss"), ref_b)
@@ -158,7 +157,7 @@ def deep(ctx: ExperimentContext) -> None:
     ctx.figure("deep", fig)
     ctx.table("deep", rows)
     _rec2_interpolation(ctx, rec, out_rec["gdpp_shared"], ev)
-    _five_interpolation(ctx, five, out_five["gdpp"], ev)
+    _five_interpolation(ctx, five, out_five["gdpp"], ctx.results["five.gdpp_loss"], ev)
     deep_ood(ctx, task, {"rec2": (rec, out_rec["gdpp_shared"]), "five": (five, out_five["gdpp"]),
                          "rec2-interpolated": (_rec2_midpoints(rec, out_rec["gdpp_shared"]), out_rec["gdpp_shared"])},
              "deep_ood", "recurrent 2-layer (vs GD++ with one eta, gamma), its interpolated model and 5-layer (vs "
@@ -202,19 +201,19 @@ def _rec2_interpolation(ctx: ExperimentContext, rec: TrainResult, gdpp: Any, ev:
                + ", ".join(f"{x:+.3%}" for x in worst))
 
 
-def _five_interpolation(ctx: ExperimentContext, five: TrainResult, gdpp: Any, ev: Episodes) -> None:
+def _five_interpolation(ctx: ExperimentContext, five: TrainResult, gdpp: Any, gdpp_loss: float,
+                        ev: Episodes) -> None:
     """A.3's naive correction for the 5 separate layers: each layer's products rescaled on their own and
     interpolated to the per-layer GD++ construction (its eta_k, gamma_k). The path keeps the model's token
     clip: GD++ is tuned with the same clip, so the construction's endpoint is the GD++ reference itself
     (equal losses, measured on the full-mode model). Without the clip that endpoint diverges (GD++'s rates
     reach the thousands: loss 8e16 in full mode), and a diverging endpoint would hide any increase on the
     path. Results: the largest loss on the path over the larger endpoint's, minus 1, per seed and its median
-    (FIVE_INTERPOLATION)."""
+    (FIVE_INTERPOLATION). `gdpp_loss`: GD++'s loss on `ev`, the path's GD++ end is checked against it."""
     task = five.config.task
     cons = [gdpp_products(task.dx, task.dy, eta, gamma, task.n_context) for eta, gamma in zip(gdpp.etas, gdpp.gammas)]
     alphas = np.linspace(0, 1, 11)
     worst, rows, endpoint = [], [], []
-    gdpp_loss = evaluate(gdpp, ev).mean
     for s, lr in zip(five.config.seeds, seed_learners(five)):
         trained = [rescaled(*products(lr.model, k), task.dx)[:2] for k in range(len(cons))]
         losses = []

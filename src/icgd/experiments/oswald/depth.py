@@ -70,9 +70,10 @@ def depth(ctx: ExperimentContext) -> None:
             gd = tune_gd(tune, k, clip=clip)
             gdpp, fits, fit = gdpp_reference(ctx, task, tune, k, recurrent, clip)  # best of three, the code's among them
             tag = f"gdpp{'_shared' if recurrent else ''}_{k}"
-            ctx.result(f"{tag}_fits", {f: evaluate(v, ev).mean for f, v in fits.items()})
+            fit_losses = {f: evaluate(v, ev).mean for f, v in fits.items()}
+            ctx.result(f"{tag}_fits", fit_losses)
             ctx.result(f"{tag}_fit", fit)
-            refs[k, recurrent, clip] = (evaluate(gd, ev).mean, evaluate(gdpp, ev).mean, gd, gdpp)
+            refs[k, recurrent, clip] = (evaluate(gd, ev).mean, fit_losses[fit], gd, gdpp)
         gd_loss, gdpp_loss, gd, gdpp = refs[k, recurrent, clip]
         pd_gd, pd_gdpp = seed_prediction_differences(res, [gd, gdpp], ev[:size(ctx, ALIGN_TASKS)])
         per = [{"model": name, "depth": k, "seed": s, "tf_loss": t, "gd_loss": gd_loss, "gdpp_loss": gdpp_loss,
