@@ -53,3 +53,20 @@ def test_readme_links_exist():
     assert targets, "the README links to no page of the site"
     broken = [t for t in targets if not (ROOT / t.split("#")[0]).exists()]
     assert not broken, f"README links to files that do not exist: {broken}"
+
+
+def test_reproduce_table_follows_the_registry():
+    """docs/reproduce.md's table gives each experiment's estimate as `icgd list` does (they drifted apart
+    once: nine rows kept an older estimate), and names every registered experiment."""
+    from icgd.experiments import runner  # noqa: F401  (registers every experiment)
+    from icgd.experiments.registry import REGISTRY
+
+    text = (ROOT / "docs" / "reproduce.md").read_text()
+    rows = re.findall(r"^\|.*`icgd reproduce ([\w-]+)[^`]*`.*?\| ([\d.]+) / ([\d.]+) \|", text, flags=re.M)
+    assert len(rows) >= 25, "the table of docs/reproduce.md was not found"
+    wrong = [f"{name}: {q} / {f} (registry {REGISTRY[name].quick_minutes:g} / {REGISTRY[name].full_minutes:g})"
+             for name, q, f in rows
+             if (float(q), float(f)) != (REGISTRY[name].quick_minutes, REGISTRY[name].full_minutes)]
+    assert not wrong, "docs/reproduce.md's minutes differ from the registry's: " + "; ".join(wrong)
+    unnamed = sorted(set(REGISTRY) - {name for name, _, _ in rows})
+    assert not unnamed, f"docs/reproduce.md's table has no row for {unnamed}"
