@@ -1,7 +1,8 @@
 """Claims: a statement of a source, the experiment that measures it, a number and a threshold.
 
 A claim that does not reproduce is reported as FAIL with its measured number, and one whose seeds fall on
-both sides of its bar, or whose interval (where the experiment gives one) straddles it, as inconclusive; thresholds are fixed in the code with their justification, never tuned
+both sides of its bar, or whose interval (where the experiment gives one) straddles it, or whose measure the
+results cannot resolve (`Claim.unresolved`), as inconclusive; thresholds are fixed in the code with their justification, never tuned
 to a run, and calibrated on the authors' own numbers where they exist (`icgd.claims.references`). A claim
 whose premise does not hold anywhere (its measure raises `PremiseNotMet`, e.g. an ICL comparison where the
 model does not learn in context) is "untested": nothing is claimed, and the note says why.
@@ -59,6 +60,10 @@ class Claim:
     #: named numbers shown beside the measure (e.g. {"trained": ..., "untrained": ...} for a claim that compares
     #: a trained model with the same model untrained); None: none
     values: Callable[[dict[str, Any]], dict[str, float]] | None = None
+    #: why these results cannot decide the claim, or None where they can (None: always can). Where it gives a
+    #: reason (e.g. both models reach the mark by the first evaluation, so the measure is the evaluation's
+    #: resolution, not the models'), the verdict is "inconclusive" and the reason is the note
+    unresolved: Callable[[dict[str, Any]], str | None] | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -86,6 +91,9 @@ class Claim:
         verdict = "untested" if untested else verdict_of(
             self.holds(measured), [self.holds(v) for v in seeds or []]
             + ([self.holds(v) for v in interval] if interval is not None else []))
+        why_not = None if untested or math.isnan(measured) else self._unresolved(results)
+        if why_not:
+            verdict, note = "inconclusive", f"unresolved: {why_not}"
         return {"id": self.id, "claim": self.claim, "source": self.source, "experiment": self.experiment,
                 "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": verdict == "PASS",
                 "verdict": verdict, "seeds": seeds, "interval": interval,
@@ -101,6 +109,14 @@ class Claim:
             return {"values": {k: float(v) for k, v in self.values(results).items()}}
         except (KeyError, TypeError, ZeroDivisionError):
             return {}
+
+    def _unresolved(self, results: dict[str, Any]) -> str | None:
+        if self.unresolved is None:
+            return None
+        try:
+            return self.unresolved(results)
+        except (KeyError, TypeError):
+            return None
 
     def _seed_values(self, results: dict[str, Any]) -> list[float] | None:
         if self.per_seed is None:

@@ -155,11 +155,26 @@ def categorical() -> list[Claim]:
                             - r[FEW][X.FEWSHOT_ACCURACY.format(kernel="softmax")]), "<", 0.03,
               "'the linear and softmax attention Transformers perform almost identically'; 3 points"),
         Claim("fewshot-softmax-faster", "softmax converges faster: steps to 95% of the final accuracy, softmax / "
-              "linear (median splits)", "Fig. 5", FEW,
-              lambda r: r[FEW][X.FEWSHOT_STEPS_95.format(kernel="softmax")]
-              / r[FEW][X.FEWSHOT_STEPS_95.format(kernel="linear")], "<", 1.0,
-              "'the softmax attention converges much faster'; any speed-up counts"),
+              "linear (median splits; splits on both sides give inconclusive)", "Fig. 5", FEW,
+              lambda r: _steps95(r, "softmax") / _steps95(r, "linear"), "<", 1.0,
+              "'the softmax attention converges much faster'; any speed-up counts",
+              per_seed=lambda r: [s / lin for s, lin in zip(r[FEW][X.FEWSHOT_STEPS_95_SEEDS.format(kernel="softmax")],
+                                                            r[FEW][X.FEWSHOT_STEPS_95_SEEDS.format(kernel="linear")])],
+              values=lambda r: {"softmax steps": _steps95(r, "softmax"), "linear steps": _steps95(r, "linear")},
+              unresolved=_fewshot_unresolved),
     ]
+
+
+def _steps95(r, kernel: str) -> float:
+    return r[FEW][X.FEWSHOT_STEPS_95.format(kernel=kernel)]
+
+
+def _fewshot_unresolved(r) -> str | None:
+    """Both models at 95% of their final accuracy by the first evaluation: the measure is its spacing."""
+    first = r[FEW][X.FEWSHOT_RESOLUTION]
+    if max(_steps95(r, "softmax"), _steps95(r, "linear")) <= first:
+        return f"both reach 95% of their final accuracy by the first evaluation (step {first:g})"
+    return None
 
 
 def _deepest(r) -> int:

@@ -36,5 +36,7 @@ FEWSHOT_TUNED = "{kernel}.grid_tuned_accuracy_median"
 FEWSHOT_TUNED_SEEDS = "{kernel}.grid_tuned_accuracy_splits"
 FEWSHOT_SPREAD = "{kernel}.final_accuracy_spread"
 FEWSHOT_STEPS_95 = "{kernel}.steps_to_95pct_median"
+FEWSHOT_STEPS_95_SEEDS = "{kernel}.steps_to_95pct_splits"
+FEWSHOT_RESOLUTION = "steps_to_95pct_resolution"  # the early curve's spacing: the first step it can show
 TEMPLATE_GD_MSE = "{template}.{kernel}.gd_mse"
 TEMPLATE_NONLINEAR_OVER_LINEAR = "{template}.nonlinear_over_linear_max"
