@@ -13,7 +13,9 @@ from icgd.experiments.runner import experiments, get_experiment, plan_experiment
 from icgd.train.config import build_config, config_fingerprint, dump_config, load_config
 
 
-@pytest.mark.parametrize("name", ["oswald-deep", "oswald-sine", "oswald-copy"])
+@pytest.mark.parametrize("name", ["oswald-deep", "oswald-sine", "oswald-copy", "categorical-templates",
+                                  "categorical-heads", "categorical-context", "categorical-gd-vs-tf",
+                                  "categorical-fewshot"])
 def test_the_plan_is_what_the_experiment_trains(name, tmp_path):
     plan = plan_experiment(name, "quick")
     exp = get_experiment(name)

@@ -24,12 +24,14 @@ from icgd.experiments.categorical.shared import (
     SOURCE,
     TF_STEPS,
     cat_config,
+    declared,
     gd_config,
     held_out,
     gd_model,
     score,
     task,
     tf_model,
+    train,
     train_or_diverge,
 )
 from icgd.experiments.common import (
@@ -41,6 +43,7 @@ from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.kernel_gd import KernelGD
 from icgd.nn.kernels import get_kernel
 from icgd.results.figures import subplots
+from icgd.train.config import TrainConfig
 
 CONTEXT_SIZES = (5, 10, 20, 40, 80, 160)
 
@@ -51,18 +54,32 @@ CONTEXT_TASKS = Size(quick=2048, full=10_000, smoke=64)
 RETRAINED_SIZES = {"quick": (5, 10, 20, 40), "full": CONTEXT_SIZES, "smoke": CONTEXT_SIZES}
 
 
+#: the normalised kernel of the claims and an unnormalised one
+KERNELS = ("softmax", "rbf")
+
+
+def _configs(ctx: ExperimentContext) -> dict[tuple[str, Any], TrainConfig]:
+    """{(kernel, "gd" or "tf"): the models trained at N = 20; (kernel, N): the GD model trained at N}."""
+    out: dict[tuple[str, Any], TrainConfig] = {}
+    for kernel in KERNELS:
+        out[kernel, "gd"] = gd_config(ctx, kernel)
+        out[kernel, "tf"] = cat_config(ctx, f"cat-tf-{kernel}", tf_model(kernel), TF_STEPS)
+        out.update({(kernel, n): retrained_config(ctx, kernel, n) for n in RETRAINED_SIZES[ctx.mode]})
+    return out
+
+
 # ------------------------------------------------------------------------------------ context size
 @register("categorical-context", "softmax models trained at N = 20 applied at N = 5..160 vs RBF with and "
           "without the 1/N rescaled, and vs the GD models retrained at each N (quick: up to 40); MSE at the "
           "quadrant centres (Fig. 4 right)", SOURCE, quick_minutes=1,
-          full_minutes=12)
+          full_minutes=12, models=lambda ctx: declared(_configs(ctx).values()))
 def context_size(ctx: ExperimentContext) -> None:
+    configs = _configs(ctx)
     models: dict[str, list[Any]] = {}
     normalized: dict[str, bool] = {}  # a normalised kernel needs no 1/N: it is applied unchanged at every N
-    for kernel in ("softmax", "rbf"):
-        gd_res = ctx.train(f"cat-gd-{kernel}", gd_config(ctx, kernel))
-        tf_res, _ = train_or_diverge(ctx, f"cat-tf-{kernel}",
-                                     cat_config(ctx, f"cat-tf-{kernel}", tf_model(kernel), TF_STEPS))
+    for kernel in KERNELS:
+        gd_res = train(ctx, configs[kernel, "gd"])
+        tf_res, _ = train_or_diverge(ctx, configs[kernel, "tf"])
         models[f"{kernel}_gd"] = seed_learners(gd_res)[:1]
         models[f"{kernel}_tf"] = [] if tf_res is None else seed_learners(tf_res)
         normalized[f"{kernel}_gd"] = normalized[f"{kernel}_tf"] = get_kernel(kernel).normalized
@@ -82,12 +99,11 @@ def context_size(ctx: ExperimentContext) -> None:
                 key = name + suffix
                 row[key] = ctx.result(CONTEXT_MSE.format(model=key, n=n), mse)
                 series.setdefault(key, []).append(mse)
-        for kernel in ("softmax", "rbf"):  # the GD model trained at this N itself: what invariance is measured against
+        for kernel in KERNELS:  # the GD model trained at this N itself: what invariance is measured against
             if n not in RETRAINED_SIZES[ctx.mode]:
                 continue
             key = f"{kernel}_gd_trained_here"
-            cfg = retrained_config(ctx, kernel, n)
-            res = ctx.train(cfg.name, cfg)
+            res = train(ctx, configs[kernel, n])
             row[key] = ctx.result(CONTEXT_MSE.format(model=key, n=n), score(seed_learners(res)[0], ep))
             series.setdefault(key, []).append(row[key])
         rows.append(row)

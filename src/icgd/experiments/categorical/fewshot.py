@@ -31,7 +31,7 @@ from icgd.experiments.categorical.keys import (
     FEWSHOT_UNTRAINED,
     FEWSHOT_UNTRAINED_SEEDS,
 )
-from icgd.experiments.categorical.shared import GD_LR, SOURCE, cat_config, untrained_learners
+from icgd.experiments.categorical.shared import GD_LR, SOURCE, cat_config, declared, train, untrained_learners
 from icgd.experiments.common import (
     Size,
     curves,
@@ -122,27 +122,40 @@ def grid_tuned(kernel: str, task: FewShotFeatures, n: int,
     return accuracy(model(best), held), best
 
 
+def _configs(ctx: ExperimentContext) -> dict[tuple[str, int, bool], TrainConfig]:
+    """{(kernel, split, early): the GD model trained on one class split, and (early=True) its first steps run
+    again and scored at every step}."""
+    name, test_classes = FEWSHOT_DATA[ctx.mode]
+    out: dict[tuple[str, int, bool], TrainConfig] = {}
+    for kernel in KERNELS:
+        for split in ctx.seeds:
+            spec = {"kind": "fewshot", "features": name, "test_classes": test_classes, "split_seed": split}
+            cfg = cat_config(ctx, f"cat-fewshot-{kernel}-split{split}", fewshot_model(kernel), FEWSHOT_STEPS,
+                             seeds=[0], lr=GD_LR, task_spec=spec, eval_tasks=FEWSHOT_EVAL_TASKS)
+            out[kernel, split, False] = cfg
+            out[kernel, split, True] = early_config(cfg, size(ctx, FEWSHOT_EARLY_STEPS), size(ctx, FEWSHOT_EARLY_EVERY))
+    return out
+
+
 @register("categorical-fewshot", "few-shot classification of held-out classes from real features: GD model "
           "with linear vs softmax attention, accuracy over training steps against the same model untrained and a "
-          "grid-tuned baseline, several class splits (Fig. 5)", SOURCE, quick_minutes=5, full_minutes=20)
+          "grid-tuned baseline, several class splits (Fig. 5)", SOURCE, quick_minutes=5, full_minutes=20,
+          models=lambda ctx: declared(_configs(ctx).values()))
 def fewshot(ctx: ExperimentContext) -> None:
     name, test_classes = FEWSHOT_DATA[ctx.mode]
     from icgd.data.features import FEATURE_SETS
 
+    configs = _configs(ctx)
     n_eval = size(ctx, FEWSHOT_EVAL_TASKS)
-    early_steps, early_every = size(ctx, FEWSHOT_EARLY_STEPS), size(ctx, FEWSHOT_EARLY_EVERY)
-    ctx.result(FEWSHOT_RESOLUTION, early_every)
+    ctx.result(FEWSHOT_RESOLUTION, size(ctx, FEWSHOT_EARLY_EVERY))
     rows, fig_data = [], {}
     for kernel in KERNELS:
         accs, untrained, tuned, steps95, curves_k, early_k = [], [], [], [], [], []
         for split in ctx.seeds:
-            label = f"cat-fewshot-{kernel}-split{split}"
-            spec = {"kind": "fewshot", "features": name, "test_classes": test_classes, "split_seed": split}
-            cfg = cat_config(ctx, label, fewshot_model(kernel), FEWSHOT_STEPS, seeds=[0], lr=GD_LR, task_spec=spec,
-                             eval_tasks=FEWSHOT_EVAL_TASKS)
-            res = ctx.train(label, cfg)
-            early = ctx.train(f"{label}-early", early_config(cfg, early_steps, early_every))
-            task = FewShotFeatures(**spec)
+            cfg = configs[kernel, split, False]
+            res = train(ctx, cfg)
+            early = train(ctx, configs[kernel, split, True])
+            task = cfg.task
             held = scored_episodes(task.evaluation_task(), n_eval, TEST_SEED)
             steps, err = curves(res, "eval_loss")
             acc = 1 - err[0]

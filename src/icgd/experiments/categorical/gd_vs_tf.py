@@ -29,12 +29,14 @@ from icgd.experiments.categorical.shared import (
     SOURCE,
     TF_STEPS,
     cat_config,
+    declared,
     gd_config,
     held_out,
     prior_learner,
     score,
     task,
     tf_model,
+    train,
     train_or_diverge,
     untrained_learners,
 )
@@ -48,6 +50,7 @@ from icgd.experiments.common import (
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.nn.kernels import get_kernel
 from icgd.results.figures import band, grid, label_axes, subplots
+from icgd.train.config import TrainConfig
 from icgd.tasks.categorical import (
     complete_probabilities,
     true_probabilities,
@@ -71,30 +74,46 @@ AGREE_HEADS = Size(quick=1, full=2, smoke=2)
 ALIGN_TASKS = Size(quick=512, full=1024, smoke=16)
 
 
+def _configs(ctx: ExperimentContext) -> dict[tuple[str, int, str], TrainConfig]:
+    """{(kernel, heads, "gd" or "tf"): the GD model and the Trained TF of each kernel and head count}; the
+    linear GD model, which every TF's cosine is also measured against, is ("linear", 1, "gd")."""
+    out: dict[tuple[str, int, str], TrainConfig] = {}
+    for kernel in ALL_KERNELS:
+        for heads in range(1, size(ctx, AGREE_HEADS) + 1):
+            if heads > 1 and not get_kernel(kernel).constant_head:
+                continue
+            suffix = "" if heads == 1 else f"-h{heads}"
+            out[kernel, heads, "gd"] = gd_config(ctx, kernel, constant_head=heads > 1)
+            out[kernel, heads, "tf"] = cat_config(ctx, f"cat-tf-{kernel}{suffix}", tf_model(kernel, heads=heads),
+                                                  TF_STEPS)
+    return out
+
+
 # --------------------------------------------------------------------------------------- GD vs TF
 @register("categorical-gd-vs-tf", "GD model vs Trained TF for each of the nine kernels, 1 head (full: and 2): MSE, "
           "prediction difference, sensitivity cosine (trained and untrained TF), curves, maps (Fig. 2, 3, 6-9)",
-          SOURCE, quick_minutes=6, full_minutes=60)
+          SOURCE, quick_minutes=6, full_minutes=60, models=lambda ctx: declared(_configs(ctx).values()))
 def gd_vs_tf(ctx: ExperimentContext) -> None:
+    configs = _configs(ctx)
     ep = held_out(ctx)
     n_align = size(ctx, ALIGN_TASKS)
     prior = ctx.result(PRIOR_MSE, score(prior_learner(ep.dy), ep))
     rows, fitted = [], {}
     fig, (ax,) = subplots(1, width=6.0, height=4.0)
-    linear_gd = seed_learners(ctx.train("cat-gd-linear", gd_config(ctx, "linear")))[0]
+    linear_gd = seed_learners(train(ctx, configs["linear", 1, "gd"]))[0]
     for i, kernel in enumerate(ALL_KERNELS):
         for heads in range(1, size(ctx, AGREE_HEADS) + 1):
-            if heads > 1 and not get_kernel(kernel).constant_head:
+            if (kernel, heads, "tf") not in configs:
                 continue
             suffix = "" if heads == 1 else f"-h{heads}"
             keys = {k: k.format(kernel=kernel + suffix.replace("-", "_")) for k in
                     (GD_MSE, TF_MSE, TF_OVER_GD, TF_DIVERGED, SENS_COS, SENS_COS_SEEDS, PRED_DIFF, PRED_DIFF_SEEDS,
                      SENS_COS_UNTRAINED, PRED_DIFF_UNTRAINED)}
-            gd_res = ctx.train(f"cat-gd-{kernel}{suffix}", gd_config(ctx, kernel, constant_head=heads > 1))
+            gd_res = train(ctx, configs[kernel, heads, "gd"])
             gd = seed_learners(gd_res)[0]
             gd_mse = ctx.result(keys[GD_MSE], score(gd, ep))
-            tf_cfg = cat_config(ctx, f"cat-tf-{kernel}{suffix}", tf_model(kernel, heads=heads), TF_STEPS)
-            tf_res, diverged_at = train_or_diverge(ctx, f"cat-tf-{kernel}{suffix}", tf_cfg)
+            tf_cfg = configs[kernel, heads, "tf"]
+            tf_res, diverged_at = train_or_diverge(ctx, tf_cfg)
             row = {"kernel": kernel, "heads": heads, "template": task().templates, "gd_mse": gd_mse,
                    "prior_mse": prior, "gd_eta": gd.etas.detach().tolist(),
                    "gd_kernel_params": gd.kernel_params.detach().reshape(-1).tolist()}

@@ -13,10 +13,12 @@ from icgd.experiments.categorical.shared import (
     SOURCE,
     TF_STEPS,
     cat_config,
+    declared,
     gd_config,
     held_out,
     score,
     tf_model,
+    train,
 )
 from icgd.experiments.common import (
     curves,
@@ -25,22 +27,30 @@ from icgd.experiments.common import (
 )
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.results.figures import COLORS, band, label_axes, subplots
+from icgd.train.config import TrainConfig
 
 HEADS = (1, 2, 3, 4)
 
 
+def _configs(ctx: ExperimentContext) -> dict[int, TrainConfig]:
+    """{0: the 1-head GD model, h: the Trained TF with h softmax heads}."""
+    return {0: gd_config(ctx, "softmax")} | {
+        h: cat_config(ctx, "cat-tf-softmax" if h == 1 else f"cat-tf-softmax-h{h}", tf_model("softmax", heads=h),
+                      TF_STEPS) for h in HEADS}
+
+
 # ------------------------------------------------------------------------------------------ heads
 @register("categorical-heads", "Trained TF with 1-4 softmax heads vs the 1-head GD model (Fig. 4 left)", SOURCE,
-          quick_minutes=2, full_minutes=20)
+          quick_minutes=2, full_minutes=20, models=lambda ctx: declared(_configs(ctx).values()))
 def heads(ctx: ExperimentContext) -> None:
+    configs = _configs(ctx)
     ep = held_out(ctx)
-    gd_res = ctx.train("cat-gd-softmax", gd_config(ctx, "softmax"))
+    gd_res = train(ctx, configs[0])
     gd_mse = ctx.result(GD_MSE.format(kernel="softmax"), score(seed_learners(gd_res)[0], ep))
     rows, per_heads = [], {}
     fig, (ax,) = subplots(1, width=5.0, height=3.6)
     for h in HEADS:
-        label = "cat-tf-softmax" if h == 1 else f"cat-tf-softmax-h{h}"
-        res = ctx.train(label, cat_config(ctx, label, tf_model("softmax", heads=h), TF_STEPS))
+        res = train(ctx, configs[h])
         mse = [score(tf, ep) for tf in seed_learners(res)]
         per_heads[h] = ctx.result(HEADS_TF_MSE.format(heads=h), median(mse))
         rows.append({"heads": h, "tf_mse_median": median(mse), "tf_mse_seeds": mse, "gd_1head_mse": gd_mse})

@@ -4,6 +4,7 @@ their score, and training that records a divergence instead of raising it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -50,6 +51,18 @@ EVAL_QUERIES = 16
 CURVE_TASKS = Size(quick=1024, full=2048, smoke=32)
 
 MSE_LABEL = "MSE to the true probabilities"
+
+
+def declared(configs: Iterable[TrainConfig]) -> dict[str, TrainConfig]:
+    """{name: config} of the models an experiment trains, each under its config's name (`register(models=...)`:
+    `icgd reproduce --plan` lists them, `icgd verify --workers` trains them ahead, and a model trained that is
+    not among them, or with another config, is refused)."""
+    return {c.name: c for c in configs}
+
+
+def train(ctx: ExperimentContext, config: TrainConfig) -> TrainResult:
+    """Train (or reuse) `config` under its name."""
+    return ctx.train(config.name, config)
 
 
 def task(n_context: int = N_TRAIN, **kw: Any) -> CategoricalQuadrants:
@@ -113,9 +126,9 @@ def prior_learner(dy: int) -> KernelGD:
     return KernelGD("linear", 0.0, 1, dy, prior=task().prior, name="prior")
 
 
-def train_or_diverge(ctx: ExperimentContext, label: str, config: TrainConfig) -> tuple[TrainResult | None, int | None]:
+def train_or_diverge(ctx: ExperimentContext, config: TrainConfig) -> tuple[TrainResult | None, int | None]:
     """(result, None) for a finished run, (None, step) when training diverged at `step` (reported, not hidden)."""
     try:
-        return ctx.train(label, config), None
+        return train(ctx, config), None
     except TrainingDiverged as e:
         return None, e.step

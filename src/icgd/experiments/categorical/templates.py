@@ -13,15 +13,18 @@ from icgd.experiments.categorical.keys import TEMPLATE_GD_MSE, TEMPLATE_NONLINEA
 from icgd.experiments.categorical.shared import (
     MSE_LABEL,
     SOURCE,
+    declared,
     gd_config,
     held_out,
     prior_learner,
     score,
     task,
+    train,
 )
 from icgd.experiments.common import seed_learners
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.results.figures import subplots
+from icgd.train.config import TrainConfig
 
 TEMPLATES = ("xor", "halfplane")
 
@@ -32,20 +35,26 @@ KERNELS = ALL_KERNELS + ("chi_squared_abs_of_sum",)
 NONLINEAR = ("softmax", "rbf", "exponential", "laplacian")
 
 
+def _configs(ctx: ExperimentContext) -> dict[tuple[str, str], TrainConfig]:
+    """{(template, kernel): the GD model trained on that template family}."""
+    return {(tpl, kernel): gd_config(ctx, kernel, task_spec=task(templates=tpl).model_dump(),
+                                     suffix="" if tpl == "xor" else f"-{tpl}")
+            for tpl in TEMPLATES for kernel in KERNELS}
+
+
 @register("categorical-templates", "GD model of every kernel (both chi-squared forms) on the XOR-like and the "
           "near-linear quadrant templates: MSE and the nonlinear / linear ratio per template (Fig. 3, 7)", SOURCE,
-          quick_minutes=2, full_minutes=6)
+          quick_minutes=2, full_minutes=6, models=lambda ctx: declared(_configs(ctx).values()))
 def templates(ctx: ExperimentContext) -> None:
+    configs = _configs(ctx)
     rows = []
     mse: dict[str, dict[str, float]] = {}
     for tpl in TEMPLATES:
         ep = held_out(ctx, templates=tpl)
         prior = score(prior_learner(ep.dy), ep)
-        spec = task(templates=tpl).model_dump()
         mse[tpl] = {}
         for kernel in KERNELS:
-            cfg = gd_config(ctx, kernel, task_spec=spec, suffix="" if tpl == "xor" else f"-{tpl}")
-            res = ctx.train(cfg.name, cfg)
+            res = train(ctx, configs[tpl, kernel])
             v = ctx.result(TEMPLATE_GD_MSE.format(template=tpl, kernel=kernel), score(seed_learners(res)[0], ep))
             mse[tpl][kernel] = v
             rows.append({"template": tpl, "kernel": kernel, "gd_mse": v, "prior_mse": prior,
