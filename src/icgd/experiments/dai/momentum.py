@@ -41,8 +41,9 @@ LM_VOCAB = Size(quick=2048, full=8192, smoke=512)
 LM_SEQ = Size(quick=128, full=256, smoke=96)
 #: quick: 3.3 minutes for both models' 3 seeds here (measured). Full: 3000 steps of 16 x 256 tokens, 12M tokens
 #: per model (5 epochs of the 2.2M-token corpus), about 31 MFLOP per token for forward and backward: 3.8 PFLOP
-#: for 5 seeds of both models, about 21 hours at the ~50 GFLOP/s the quick run sustained on 2 cores (an
-#: estimate, not a measurement), minutes on one GPU
+#: for 5 seeds of both models. Measured alone on 2 cores (6 steps of each full config, `icgd train --threads 2`,
+#: 2026-11-27): 0.57 seed-steps/s for vanilla, 0.55 for momentum, so about 15 hours of training (30,000
+#: seed-steps) before the evaluations; minutes on one GPU
 LM_STEPS = Size(quick=900, full=3000, smoke=4)
 LM_BATCH = Size(quick=8, full=16, smoke=2)
 LM_LR = 1e-3
