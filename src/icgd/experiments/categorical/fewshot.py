@@ -133,7 +133,8 @@ def _configs(ctx: ExperimentContext) -> dict[tuple[str, int, bool], TrainConfig]
             cfg = cat_config(ctx, f"cat-fewshot-{kernel}-split{split}", fewshot_model(kernel), FEWSHOT_STEPS,
                              seeds=[0], lr=GD_LR, task_spec=spec, eval_tasks=FEWSHOT_EVAL_TASKS)
             out[kernel, split, False] = cfg
-            out[kernel, split, True] = early_config(cfg, size(ctx, FEWSHOT_EARLY_STEPS), size(ctx, FEWSHOT_EARLY_EVERY))
+            out[kernel, split, True] = early_config(cfg, size(ctx, FEWSHOT_EARLY_STEPS),
+                                                    size(ctx, FEWSHOT_EARLY_EVERY))
     return out
 
 

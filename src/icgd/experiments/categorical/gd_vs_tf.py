@@ -50,11 +50,11 @@ from icgd.experiments.common import (
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.nn.kernels import get_kernel
 from icgd.results.figures import band, grid, label_axes, subplots
-from icgd.train.config import TrainConfig
 from icgd.tasks.categorical import (
     complete_probabilities,
     true_probabilities,
 )
+from icgd.train.config import TrainConfig
 
 MAP_SEED = 20_250_201
 
