@@ -1,6 +1,7 @@
 """The experiment and claim machinery (the studies themselves run with `icgd verify`, not in the tests)."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -93,7 +94,8 @@ def test_verify_runs_experiments_caches_models_and_reports(tmp_path, capsys):
     shared = tmp_path / "shared"
     assert main(["verify", "test-suite", "--quick", "--seeds", "1", "--out", str(tmp_path / "w"), "--cache",
                  str(shared)]) == 0
-    assert [p.name.split("-")[0] for p in shared.iterdir()] == ["tiny"] and not (tmp_path / "w" / "_train").exists()
+    cached = [p.name.split("-")[0] for p in shared.iterdir() if p.name != ".locks"]  # .locks: `run_lock`'s files
+    assert cached == ["tiny"] and not (tmp_path / "w" / "_train").exists()
     capsys.readouterr()
     assert main(["verify", "test-suite", "--quick", "--seeds", "1", "--out", str(tmp_path / "w"), "--markdown"]) == 0
     md = capsys.readouterr().out
@@ -284,3 +286,38 @@ def test_seed_prediction_differences_equal_alignment(model, tmp_path):
     assert fast[0] == pytest.approx(slow[0], rel=1e-12, abs=0)
     assert fast[1] == pytest.approx(slow[1], rel=1e-12, abs=0)
     assert fast[0] != pytest.approx(fast[1], rel=1e-6) and len(set(fast[0])) == 3
+
+
+def _train_in_a_process(cache: str, queue) -> None:
+    import time
+
+    from icgd.experiments.registry import ExperimentContext as Ctx
+    from icgd.train.config import build_config as build
+
+    cfg = build({"steps": 200, "batch_size": 32, "seeds": [0], "eval": {"every": 200, "n_tasks": 16, "n_tune": 32,
+                                                                         "alignment_tasks": 0}})
+    t0 = time.perf_counter()
+    res = Ctx(Path(cache) / "out", Path(cache), mode="quick", seeds=[0]).train("shared", cfg)
+    queue.put((time.perf_counter() - t0, res.summary["wall_seconds"], float(res.params["layers.0.attn.w_q"].sum())))
+
+
+def test_two_processes_sharing_a_cache_train_a_model_once(tmp_path):
+    """Two experiments side by side with one model cache (two queues of full runs, `--workers`, a cluster) must
+    not train one run directory at once: the second waits on the run's lock and loads what the first trained.
+    Without the lock the second process starts the same run directory and stops with "already exists and is
+    not empty" (seen)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_train_in_a_process, args=(str(tmp_path), queue)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+    got = [queue.get(timeout=5) for _ in procs]
+    assert all(p.exitcode == 0 for p in procs)
+    runs = [d for d in tmp_path.iterdir() if d.name.startswith("shared-")]
+    assert len(runs) == 1
+    assert got[0][1:] == got[1][1:]  # one run: the same weights, the same recorded training time
+    assert sorted(list((runs[0]).glob("checkpoint*.safetensors"))) == [runs[0] / "checkpoint.safetensors"]

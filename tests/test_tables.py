@@ -119,7 +119,7 @@ def test_verify_and_reproduce_return_dicts_with_frames(tmp_path):
     assert kv["final"] == res["final"] and kv["per_seed"] == res["per_seed"]
     pd.testing.assert_frame_equal(results_frame(tmp_path / "r"), res.frame())
     assert res.tables()["per_seed"]["loss"].tolist() == res["per_seed"]
-    train_dir = next((tmp_path / "v" / "_train").iterdir())
+    train_dir = next(p for p in (tmp_path / "v" / "_train").iterdir() if p.name != ".locks")
     from icgd.train.runs import load_run
 
     assert load_run(train_dir).metrics_frame()["step"].tolist() == [10, 10, 20, 20]

@@ -24,7 +24,7 @@ from typing import Any
 
 from icgd.experiments.registry import ExperimentContext, Mode
 from icgd.train.config import TrainConfig
-from icgd.train.runs import completed, train_into
+from icgd.train.runs import completed, run_lock, train_into
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,10 @@ def _train_job(job: Job, device: str) -> dict[str, Any]:
     """Train (or resume) one job in a worker process: {"model", "seconds", "status", "error"?}."""
     t0 = time.perf_counter()
     try:
-        res = train_into(job.run, job.config, device, quiet=True)
+        with run_lock(job.run):  # an experiment or another sweep sharing the cache may be training it
+            if completed(job.run):
+                return {"model": job.label, "seconds": round(time.perf_counter() - t0, 1), "status": "completed"}
+            res = train_into(job.run, job.config, device, quiet=True)
         status = res.summary.get("status", "completed")
         return {"model": job.label, "seconds": round(time.perf_counter() - t0, 1), "status": status}
     except Exception as err:  # reported; the experiment trains it again and raises as a serial run would

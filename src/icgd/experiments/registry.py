@@ -19,7 +19,7 @@ from icgd.core.profiling import section
 from icgd.core.seeds import check_seeds, study_seeds
 from icgd.train.config import TrainConfig, config_fingerprint
 from icgd.train.engine import TrainResult
-from icgd.train.runs import completed, load_run, train_into
+from icgd.train.runs import completed, load_run, run_lock, train_into
 
 
 @dataclass(frozen=True)
@@ -113,11 +113,12 @@ class ExperimentContext:
     def train(self, label: str, config: TrainConfig) -> TrainResult:
         """Train (or reuse, or resume) `config`; cached under cache/<label>-<hash of the config>."""
         run = self._checked_run_dir(label, config)
-        if completed(run):
-            with section("load cached model", config.name):
-                return load_run(run)
-        with section("train steps", config.name):
-            return self._train_to(run, config)
+        with run_lock(run):  # another process training it: wait, then load it
+            if completed(run):
+                with section("load cached model", config.name):
+                    return load_run(run)
+            with section("train steps", config.name):
+                return self._train_to(run, config)
 
     def train_tracked(self, label: str, config: TrainConfig, every: int,
                       measure: Callable[[TrainResult], dict[str, float]]) -> tuple[TrainResult, list[dict[str, Any]]]:
@@ -128,6 +129,11 @@ class ExperimentContext:
         the measurements are cached in the run directory (track.json) and the run resumes after a crash.
         """
         run = self._checked_run_dir(label, config)
+        with run_lock(run):
+            return self._tracked(run, config, every, measure)
+
+    def _tracked(self, run: Path, config: TrainConfig, every: int,
+                 measure: Callable[[TrainResult], dict[str, float]]) -> tuple[TrainResult, list[dict[str, Any]]]:
         track_file = run / "track.json"
         track: list[dict[str, Any]] = json.loads(track_file.read_text()) if track_file.is_file() else []
         if not track or not (run / "config.yaml").is_file():

@@ -4,6 +4,8 @@ experiments' model cache, verify's side-by-side training and sweeps share)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from icgd.train.checkpoint import load_checkpoint
@@ -18,6 +20,20 @@ def train_into(run: Path, config: TrainConfig, device: str = "cpu", quiet: bool 
     if (run / "config.yaml").is_file():
         return train(out=run, resume=True, device=device, quiet=quiet, stop_after=stop_after)
     return train(config, run, device=device, quiet=quiet, stop_after=stop_after)
+
+
+@contextmanager
+def run_lock(run: Path) -> Iterator[None]:
+    """Hold the lock of training run `run` (a file in the cache's hidden `.locks` folder): processes that share
+    a model cache (two experiments run side by side, `icgd verify --workers`, a cluster sweep) and need the same
+    model train it once; the others wait, then find it finished. filelock comes with torch. The lock files stay:
+    removing one while another process waits on it would let a third take a second lock."""
+    from filelock import FileLock
+
+    locks = run.parent / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(locks / f"{run.name}.lock")):
+        yield
 
 
 def completed(run: Path) -> bool:
