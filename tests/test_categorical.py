@@ -280,3 +280,37 @@ def test_the_fewshot_speed_claim_is_unresolved_within_one_evaluation():
     assert claim.check(results([4, 4, 6], [10, 12, 8]))["verdict"] == "PASS"
     assert claim.check(results([10, 12, 8], [4, 4, 6]))["verdict"] == "FAIL"
     assert claim.check(results([4, 14, 6], [10, 12, 8]))["verdict"] == "inconclusive"  # split 1: 14 / 12
+
+
+def test_depth_trains_the_seeds_that_did_not_diverge_again(tmp_path, monkeypatch):
+    """categorical-depth declares its models and may train more while it runs (`retrains`): when seeds of a
+    Trained TF diverge, the others train again under a name of their own. That model is not declared, and the
+    context takes it only because the experiment says so; a declared name with another config is still refused."""
+    from icgd.experiments.categorical import depth
+    from icgd.experiments.registry import ExperimentContext
+    from icgd.experiments.runner import get_experiment, plan_experiment
+    from icgd.train.engine import TrainingDiverged
+
+    exp = get_experiment("categorical-depth")
+    assert "diverge" in plan_experiment("categorical-depth", "quick")["note"]
+    ctx = ExperimentContext(tmp_path / "out", tmp_path / "cache", "smoke", exp.seeds("smoke"))
+    ctx.declared, ctx.undeclared_ok = exp.models(ctx), True
+    first, second = ctx.seeds[:2]
+    calls, real = [], depth.train
+
+    def diverging_once(c, config):
+        calls.append(config.name)
+        if len(calls) == 1:
+            raise TrainingDiverged("non-finite loss", step=3, seeds=[first])
+        return real(c, config)
+
+    monkeypatch.setattr(depth, "train", diverging_once)
+    out = depth.seeds_until_diverged(ctx, "exponential", 1)
+    assert calls == ["cat-depth-exponential-l1", f"cat-depth-exponential-l1-s{second}"]
+    assert [(s, m is None, step) for s, m, step in out] == [(first, True, 3), (second, False, None)]
+    ctx.undeclared_ok = False
+    with pytest.raises(RuntimeError, match="not among the models"):
+        real(ctx, depth.tf_config(ctx, "exponential", 1, [second]))
+    ctx.undeclared_ok = True
+    with pytest.raises(RuntimeError, match="not among the models"):  # declared, but not with this config
+        real(ctx, depth.tf_config(ctx, "exponential", 1, [second]).model_copy(update={"name": "cat-depth-exponential-l1"}))

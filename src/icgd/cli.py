@@ -198,6 +198,8 @@ def _print_plan(args: argparse.Namespace) -> int:
               f"{o['beta2']:g}) eps {o['eps']:g} grad clip {o['grad_clip']}")
         for line in _flatten(c):
             print(f"  {line}")
+    if plan.get("note"):
+        print(f"\n{plan['note']}")
     return 0
 
 

@@ -43,6 +43,10 @@ class Experiment:
     #: every remaining difference from the authors' set-up, each with its reason (results.json "deviations",
     #: report.md, `icgd reproduce --plan`)
     deviations: tuple[str, ...] = ()
+    #: what it may train beyond its declared models, decided while it runs, in words ("": nothing), e.g. the
+    #: seeds that did not diverge, trained again without those that did. `ExperimentContext.train` then takes
+    #: an undeclared model too (a declared one must still have its declared config); `--plan` says so
+    retrains: str = ""
 
     def seeds(self, mode: Mode, seeds: list[int] | None = None) -> list[int]:
         """The seeds this experiment runs with: `seeds` (checked) or its default for `mode`."""
@@ -64,14 +68,14 @@ REGISTRY: dict[str, Experiment] = {}
 def register(name: str, description: str, source: str, quick_minutes: float, full_minutes: float,
              n_seeds: dict[str, int] | None = None,
              models: Callable[["ExperimentContext"], dict[str, TrainConfig]] | None = None, pretrain: bool = True,
-             deviations: tuple[str, ...] = ()):
-    """Decorator registering `fn(ctx)` as experiment `name` (n_seeds, models, pretrain, deviations: see
-    `Experiment`)."""
+             deviations: tuple[str, ...] = (), retrains: str = ""):
+    """Decorator registering `fn(ctx)` as experiment `name` (n_seeds, models, pretrain, deviations, retrains:
+    see `Experiment`)."""
     def deco(fn: Callable[["ExperimentContext"], None]) -> Callable[["ExperimentContext"], None]:
         if name in REGISTRY:
             raise ValueError(f"experiment {name!r} registered twice")
         REGISTRY[name] = Experiment(name, description, source, quick_minutes, full_minutes, fn, n_seeds, models,
-                                    pretrain, tuple(deviations))
+                                    pretrain, tuple(deviations), retrains)
         return fn
     return deco
 
@@ -94,6 +98,8 @@ class ExperimentContext:
     notes: list[str] = field(default_factory=list)
     #: the experiment's declared models (`Experiment.models`), or None when it declares none
     declared: dict[str, TrainConfig] | None = None
+    #: whether a model outside `declared` may train too (`Experiment.retrains`)
+    undeclared_ok: bool = False
     #: make the output and cache directories (False: a context only to resolve configs, `icgd reproduce --plan`)
     create: bool = True
 
@@ -157,8 +163,8 @@ class ExperimentContext:
     def _checked_run_dir(self, label: str, config: TrainConfig) -> Path:
         """`_run_dir`, refusing a model that the experiment does not declare with this config."""
         run = self._run_dir(label, config)
-        if self.declared is not None and (label not in self.declared
-                                          or self._run_dir(label, self.declared[label]) != run):
+        if self.declared is not None and (label not in self.declared and not self.undeclared_ok
+                                          or label in self.declared and self._run_dir(label, self.declared[label]) != run):
             raise RuntimeError(f"model {label!r} is not among the models the experiment declares "
                                f"({', '.join(self.declared) or 'none'}) with this config: declare it in register(models=...)")
         return run

@@ -46,7 +46,7 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
     ctx = ExperimentContext(out, Path(cache) if cache else out.parent / "_train", mode, exp.seeds(mode, seeds),
                             device, quiet, dict(options or {}))
     if exp.models is not None:
-        ctx.declared = exp.models(ctx)
+        ctx.declared, ctx.undeclared_ok = exp.models(ctx), bool(exp.retrains)
     t0 = time.perf_counter()
     torch.set_grad_enabled(True)
     exp.fn(ctx)
@@ -81,4 +81,6 @@ def plan_experiment(name: str, mode: Mode = "full", seeds: list[int] | None = No
                                                 "pretrained model), or decides what to train while it runs"}
     plan["models"] = [{"name": label, "config": config.model_dump(mode="json")}
                       for label, config in exp.models(ctx).items()]
+    if exp.retrains:
+        plan["note"] = f"while it runs it may also train: {exp.retrains}"
     return plan

@@ -18,11 +18,13 @@ from icgd.experiments.categorical.shared import (
     SOURCE,
     TF_STEPS,
     cat_config,
+    declared,
     gd_config,
     held_out,
     prior_learner,
     score,
     tf_model,
+    train,
 )
 from icgd.experiments.common import (
     Size,
@@ -31,24 +33,54 @@ from icgd.experiments.common import (
 )
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.results.figures import label_axes, subplots
+from icgd.train.config import TrainConfig
 from icgd.train.engine import TrainingDiverged
 
 DEPTHS = Size(quick=3, full=4, smoke=2)
+
+KERNELS = ("softmax", "exponential")
 
 #: instability is a fraction of seeds, so the depth study runs more of them than the suite's default
 DEPTH_SEEDS = {"smoke": 2, "quick": 5, "full": 8}
 
 
+def _configs(ctx: ExperimentContext) -> dict[tuple[str, int], TrainConfig]:
+    """{(kernel, layers): the Trained TF with every seed; ("softmax_gd", layers): the softmax GD model}. A seed
+    that diverges is trained no further: the others train again under `tf_label(...)` with their seeds."""
+    out: dict[tuple[str, int], TrainConfig] = {}
+    for layers in range(1, size(ctx, DEPTHS) + 1):
+        out["softmax_gd", layers] = gd_config(ctx, "softmax", n_layers=layers)
+        for kernel in KERNELS:
+            out[kernel, layers] = tf_config(ctx, kernel, layers, list(ctx.seeds))
+    return out
+
+
+def tf_label(kernel: str, layers: int, seeds: list[int], all_seeds: list[int]) -> str:
+    """The study's own names: its Trained TFs run more seeds than the other experiments' (DEPTH_SEEDS), so even
+    at one layer they are other models than `cat-tf-{kernel}`. (Before the models were declared they shared
+    that name, each under its own config's fingerprint.)"""
+    label = f"cat-depth-{kernel}-l{layers}"
+    return label if seeds == all_seeds else label + "-s" + "_".join(map(str, seeds))
+
+
+def tf_config(ctx: ExperimentContext, kernel: str, layers: int, seeds: list[int]) -> TrainConfig:
+    label = tf_label(kernel, layers, seeds, list(ctx.seeds))
+    return cat_config(ctx, label, tf_model(kernel, n_layers=layers), TF_STEPS, seeds=seeds)
+
+
 # ------------------------------------------------------------------------------------------ depth
 @register("categorical-depth", "exponential vs softmax attention, every weight trained, 1-3 layers (full 1-4): "
           "divergence and MSE per seed and depth; the softmax GD model at the same depths (the source's text on "
-          "stability and on depth)", SOURCE, quick_minutes=4, full_minutes=60, n_seeds=DEPTH_SEEDS)
+          "stability and on depth)", SOURCE, quick_minutes=4, full_minutes=60, n_seeds=DEPTH_SEEDS,
+          models=lambda ctx: declared(_configs(ctx).values()),
+          retrains="when some seeds of a Trained TF diverge, the others again without them (the model's name "
+                   "ends in -s and their seeds)")
 def depth(ctx: ExperimentContext) -> None:
     ep = held_out(ctx)
     prior = score(prior_learner(ep.dy), ep)
     depths = range(1, size(ctx, DEPTHS) + 1)
     rows = []
-    for kernel in ("softmax", "exponential"):
+    for kernel in KERNELS:
         unstable = runs = 0
         for layers in depths:
             bad_here = n_here = 0
@@ -70,8 +102,7 @@ def depth(ctx: ExperimentContext) -> None:
                                for L in depths))
     gd_mse = {}
     for layers in depths:
-        cfg = gd_config(ctx, "softmax", n_layers=layers)
-        res = ctx.train(cfg.name, cfg)
+        res = train(ctx, gd_config(ctx, "softmax", n_layers=layers))
         gd_mse[layers] = ctx.result(DEPTH_GD_MSE.format(layers=layers), score(seed_learners(res)[0], ep))
         rows.append({"kernel": "softmax (GD model)", "layers": layers, "seed": ctx.seeds[0], "diverged_at_step": None,
                      "mse": gd_mse[layers], "prior_mse": prior, "unstable": False})
@@ -105,17 +136,14 @@ def depth_figure(ctx: ExperimentContext, rows: list[dict[str, Any]], depths: lis
 
 
 def seeds_until_diverged(ctx: ExperimentContext, kernel: str, layers: int) -> list[tuple[int, Any, int | None]]:
-    """[(seed, trained learner or None, step of divergence or None)] for every seed: the seeds train batched
-    (the 1-layer run is the one categorical-gd-vs-tf trains); when a run diverges, the seeds whose loss was
-    non-finite are recorded and the others train again without them."""
+    """[(seed, trained learner or None, step of divergence or None)] for every seed: the seeds train batched;
+    when a run diverges, the seeds whose loss was non-finite are recorded and the others train again without
+    them."""
     out: list[tuple[int, Any, int | None]] = []
     todo = list(ctx.seeds)
     while todo:
-        label = f"cat-tf-{kernel}" + (f"-l{layers}" if layers > 1 else "")
-        if todo != ctx.seeds:
-            label += "-s" + "_".join(map(str, todo))
         try:
-            res = ctx.train(label, cat_config(ctx, label, tf_model(kernel, n_layers=layers), TF_STEPS, seeds=todo))
+            res = train(ctx, tf_config(ctx, kernel, layers, todo))
         except TrainingDiverged as e:
             bad = e.seeds or list(todo)
             out += [(s, None, e.step) for s in bad]
