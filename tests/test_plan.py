@@ -15,7 +15,7 @@ from icgd.train.config import build_config, config_fingerprint, dump_config, loa
 
 @pytest.mark.parametrize("name", ["oswald-deep", "oswald-sine", "oswald-copy", "categorical-templates",
                                   "categorical-heads", "categorical-context", "categorical-gd-vs-tf",
-                                  "categorical-fewshot"])
+                                  "categorical-fewshot", "categorical-depth", "dai-momentum"])
 def test_the_plan_is_what_the_experiment_trains(name, tmp_path):
     plan = plan_experiment(name, "quick")
     exp = get_experiment(name)

@@ -15,6 +15,8 @@ parameter). Each number comes with an interval over seeds and held-out items (`p
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from icgd.experiments.common import Size, size
@@ -83,10 +85,15 @@ def eval_lengths(ctx: ExperimentContext) -> tuple[int, int, int]:
     return (t // 4, t // 2, t)
 
 
+def _models(ctx: ExperimentContext) -> dict[str, Any]:
+    """{"lm-vanilla", "lm-momentum": their training configs}."""
+    return {f"lm-{name}": lm_config(ctx, name == "momentum") for name in MODELS}
+
+
 @register("dai-momentum", "vanilla vs momentum attention in small subword LMs trained from scratch on packaged "
           "news and tweets: validation perplexity at three lengths and in-context accuracy where vanilla learns "
           "in context, each with an interval over seeds and items (Tables 6-7)", SOURCE, quick_minutes=4,
-          full_minutes=1300, deviations=(
+          full_minutes=1300, models=_models, deviations=(
               "LMs of 2 layers x 64 (quick) or 4 x 256 (full) on 6.5 MB of packaged text, not the source's two "
               "350M GPTs on OpenWebText. Reason: what one GPU (full) or 2 CPU cores (quick) train; the source's "
               "corpus does not ship in a package.",
@@ -100,7 +107,8 @@ def momentum(ctx: ExperimentContext) -> None:
     from icgd.lm.scratch import icl_accuracy, window_losses
 
     icl_tasks = [bbc_news(max_words=ICL_WORDS), tweets(max_words=ICL_WORDS)]  # fail before training
-    runs = {name: ctx.train(f"lm-{name}", lm_config(ctx, name == "momentum")) for name in MODELS}
+    models = _models(ctx)
+    runs = {name: ctx.train(f"lm-{name}", models[f"lm-{name}"]) for name in MODELS}
     lengths = eval_lengths(ctx)
     t_len = size(ctx, LM_SEQ)
     rows, icl_rows = [], []
