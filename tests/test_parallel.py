@@ -109,3 +109,26 @@ def test_an_undeclared_model_is_refused(tmp_path):
 
     with pytest.raises(RuntimeError, match="not among the models the experiment declares"):
         run_experiment("test-undeclared", tmp_path / "u", smoke=True, seeds=[0])
+
+
+def test_trained_on_uses_models_trained_elsewhere(tmp_path):
+    """`icgd reproduce --trained-on cuda`: a model that finished under the cuda fingerprint is loaded, not
+    retrained here; one that did not trains on --device; results.json says which device trained each. (No GPU
+    here: the 'cuda' run directory is made by training on the CPU into the path a GPU run would use.)"""
+    from icgd.experiments.runner import run_experiment
+    from icgd.train.config import config_fingerprint
+    from icgd.train.runs import train_into
+
+    cache = tmp_path / "_train"
+    ctx = ExperimentContext(tmp_path / "plan", cache, "quick", [0, 1], create=False)
+    a = _pair_models(ctx)["pair-a"]
+    gpu_run = cache / f"pair-a-{config_fingerprint(a, 'cuda')}"
+    trained = train_into(gpu_run, a, "cpu").summary["seeds"][0]["final_eval_loss"]
+    res = run_experiment("test-pair", tmp_path / "out", cache, quick=True, seeds=[0, 1], trained_on="cuda")
+    assert res["trained_on"] == {"pair-a": "cuda", "pair-b": "cpu"}
+    assert res["pair-a.final"] == trained
+    assert not (cache / f"pair-a-{config_fingerprint(a)}").exists()  # nothing retrained on the CPU
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["trained_on"]["pair-a"] == "cuda"
+    # without --trained-on the CPU's own model trains, and results.json has no trained_on
+    plain = run_experiment("test-pair", tmp_path / "plain", cache, quick=True, seeds=[0, 1])
+    assert (cache / f"pair-a-{config_fingerprint(a)}").is_dir() and "trained_on" not in plain

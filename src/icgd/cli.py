@@ -50,6 +50,16 @@ def _device(name: str) -> str:
     return name
 
 
+def _device_type(name: str) -> str:
+    """A device type (cpu, cuda), for --trained-on: it names models trained there, not a device to use here."""
+    import torch
+
+    try:
+        return torch.device(name).type
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"expected a device type such as cuda or cpu, got {name!r}") from None
+
+
 def _steps(text: str) -> list[int]:
     try:
         steps = [int(s) for s in text.split(",") if s.strip()]
@@ -169,7 +179,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("runs") / (exp.name + suffix)
     cache = Path(args.cache) if args.cache else out.parent / f"_train{suffix}"
     results = run_experiment(exp.name, out, cache, quick=args.quick, seeds=args.seeds, device=_device(args.device),
-                             quiet=args.quiet, smoke=args.smoke, options=_options(args))
+                             quiet=args.quiet, smoke=args.smoke, options=_options(args),
+                             trained_on=args.trained_on)
     print((out / "report.md").read_text())
     print(f"tables, figures (PNG, SVG), results.json and report.md in {out} ({results['seconds']} s)")
     return 0
@@ -376,6 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "config (what `icgd train` accepts), and train nothing")
     r.add_argument("--json", action="store_true", help='with --plan: print {"experiment", "mode", "models": '
                                                         '[{"name", "config"}]}')
+    r.add_argument("--trained-on", metavar="DEVICE", type=_device_type,
+                   help="use the models in --cache that finished training on this device type (cuda: trained on a "
+                        "GPU machine) before training any on --device; results.json says which device trained each")
     r.set_defaults(func=cmd_reproduce)
 
     v = sub.add_parser("verify", help="check a source's claims: measured value, threshold, PASS/FAIL",

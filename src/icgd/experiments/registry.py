@@ -102,6 +102,10 @@ class ExperimentContext:
     undeclared_ok: bool = False
     #: make the output and cache directories (False: a context only to resolve configs, `icgd reproduce --plan`)
     create: bool = True
+    #: a device type ("cuda") whose finished models in `cache` are used before training on `device`: train on a
+    #: GPU machine, analyse elsewhere (`icgd reproduce --trained-on cuda`). Which device trained each model used
+    #: goes into results.json ("trained_on").
+    trained_on: str | None = None
 
     @property
     def quick(self) -> bool:
@@ -122,9 +126,12 @@ class ExperimentContext:
         with run_lock(run):  # another process training it: wait, then load it
             if completed(run):
                 with section("load cached model", config.name):
-                    return load_run(run)
-            with section("train steps", config.name):
-                return self._train_to(run, config)
+                    result = load_run(run)
+            else:
+                with section("train steps", config.name):
+                    result = self._train_to(run, config)
+        self._note_trained_on(label, config, run)
+        return result
 
     def train_tracked(self, label: str, config: TrainConfig, every: int,
                       measure: Callable[[TrainResult], dict[str, float]]) -> tuple[TrainResult, list[dict[str, Any]]]:
@@ -136,7 +143,15 @@ class ExperimentContext:
         """
         run = self._checked_run_dir(label, config)
         with run_lock(run):
-            return self._tracked(run, config, every, measure)
+            out = self._tracked(run, config, every, measure)
+        self._note_trained_on(label, config, run)
+        return out
+
+    def _note_trained_on(self, label: str, config: TrainConfig, run: Path) -> None:
+        """With `trained_on`: record in results.json which device type trained the model `label` used."""
+        if self.trained_on is not None:
+            where = self.trained_on if run != self._own_run_dir(label, config) else self.device
+            self.results.setdefault("trained_on", {})[label] = where.split(":")[0]
 
     def _tracked(self, run: Path, config: TrainConfig, every: int,
                  measure: Callable[[TrainResult], dict[str, float]]) -> tuple[TrainResult, list[dict[str, Any]]]:
@@ -170,6 +185,13 @@ class ExperimentContext:
         return run
 
     def _run_dir(self, label: str, config: TrainConfig) -> Path:
+        if self.trained_on is not None:
+            other = self.cache / f"{label}-{config_fingerprint(config, self.trained_on)}"
+            if completed(other):
+                return other
+        return self._own_run_dir(label, config)
+
+    def _own_run_dir(self, label: str, config: TrainConfig) -> Path:
         return self.cache / f"{label}-{config_fingerprint(config, self.device)}"
 
     def _train_to(self, run: Path, config: TrainConfig, stop_after: int | None = None) -> TrainResult:

@@ -33,18 +33,21 @@ def get_experiment(name: str) -> Experiment:
 
 def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, quick: bool = False,
                    seeds: list[int] | None = None, device: str = "cpu", quiet: bool = True,
-                   smoke: bool = False, options: dict[str, Any] | None = None) -> ExperimentResults:
+                   smoke: bool = False, options: dict[str, Any] | None = None,
+                   trained_on: str | None = None) -> ExperimentResults:
     """Run experiment `name` into `out`; returns its results (also in out/results.json), a dict with frame
     accessors (`ExperimentResults`: `.frame()`, `.tables()`).
 
     quick: shorter training and fewer tasks; smoke: a handful of steps and tasks (checks the pipeline only).
     seeds: default the study's (`icgd.core.seeds`), or the experiment's own when it needs more. options: the
-    experiment's own options (e.g. {"model": ...} for source 003's), ignored by the others."""
+    experiment's own options (e.g. {"model": ...} for source 003's), ignored by the others. trained_on: a
+    device type whose finished models in `cache` are used before any is trained on `device` ("cuda": models
+    trained on a GPU machine, evaluated here); results.json's "trained_on" then says which trained each."""
     exp = get_experiment(name)
     mode = mode_of(quick, smoke)
     out = Path(out)
     ctx = ExperimentContext(out, Path(cache) if cache else out.parent / "_train", mode, exp.seeds(mode, seeds),
-                            device, quiet, dict(options or {}))
+                            device, quiet, dict(options or {}), trained_on=trained_on)
     if exp.models is not None:
         ctx.declared, ctx.undeclared_ok = exp.models(ctx), bool(exp.retrains)
     t0 = time.perf_counter()

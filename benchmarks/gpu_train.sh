@@ -1,0 +1,52 @@
+#!/bin/bash
+# Train an experiment's declared full-mode models on a lent GPU machine within its minutes (docs/reproduce.md,
+# "Full mode on a lent GPU"), and bring back the model cache for `icgd reproduce EXP --trained-on cuda` elsewhere.
+#   GPU: the models matching GPU_MATCH (default: all), costliest first, GPU_WORKERS at a time (default 2; 9 with
+#        MPS, which lets the workers' small kernels run side by side instead of time-sliced);
+#   CPU: the models matching CPU_MATCH (default: none) on the same machine's cores, CPU_WORKERS x CPU_THREADS (default 1 with MPS, else 2),
+#        cached under the CPU fingerprint, so they resume or are used on any CPU machine.
+# At BUDGET_S seconds from the start (default 450) every worker checkpoints and stops. Writes to $OUT: log.txt, gpu.json and
+# cpu.json (one record per model: status, steps, seed-steps/s, path), cache.tar.gz (the cache, weights included).
+# Usage: bash benchmarks/gpu_train.sh oswald-depth   (icgd importable: pip install -e . or PYTHONPATH=src)
+# Dry run without a GPU: DEVICE=cpu BUDGET_S=20 bash benchmarks/gpu_train.sh oswald-depth
+set -u
+out="${OUT:-gpu-train}"; budget="${BUDGET_S:-450}"; device="${DEVICE:-cuda}"
+work=/tmp/gpu-train; cache="$work/_train"
+mkdir -p "$out" "$cache"
+[ -n "${CACHE_TAR:-}" ] && tar xzf "$CACHE_TAR" -C "$work"  # resume an earlier call's cache
+exec > >(tee -a "$out/log.txt") 2>&1
+python -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA')"
+workers="${GPU_WORKERS:-2}"  # time-sliced: two keep the GPU busy while one is on the host
+if [ "$device" = cuda ] && command -v nvidia-cuda-mps-control >/dev/null && [ "${MPS:-1}" = 1 ]; then
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if nvidia-cuda-mps-control -d && timeout 30 python -c "import torch; torch.ones(8, device='cuda').sum().item()"; then
+    echo "MPS on"; workers="${GPU_WORKERS:-9}"
+  else
+    echo "MPS did not start: off"; echo quit | nvidia-cuda-mps-control 2>/dev/null
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  fi
+else
+  echo "MPS: not available"
+fi
+for e in "$@"; do python -m icgd.cli reproduce "$e" --plan --device "$device" | grep -E '^[a-z].*steps x batch' ; done
+(while sleep 60; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader 2>/dev/null \
+   | sed "s/^/[${SECONDS}s] gpu /"; done) &
+monitor=$!
+left=$((budget - SECONDS))  # BUDGET_S counts from this script's start
+threads="${CPU_THREADS:-$([ "$workers" -gt 2 ] && echo 1 || echo 2)}"
+python benchmarks/train_declared.py "$@" --device "$device" --cache "$cache" --budget "$left" \
+  --workers "$workers" --match "${GPU_MATCH:-}" --json "$out/gpu.json" &
+gpu=$!
+if [ -n "${CPU_MATCH:-}" ]; then
+  python benchmarks/train_declared.py "$@" --device cpu --cache "$cache" --budget "$left" \
+    --workers "${CPU_WORKERS:-6}" --threads "$threads" --match "$CPU_MATCH" --json "$out/cpu.json" &
+  cpu=$!
+  wait $cpu
+fi
+wait $gpu
+kill $monitor 2>/dev/null
+[ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo quit | nvidia-cuda-mps-control
+tar czf "$out/cache.tar.gz" -C "$work" --exclude=.locks _train
+ls -la "$out"
+echo "done at ${SECONDS}s"

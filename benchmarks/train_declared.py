@@ -1,0 +1,106 @@
+"""Train the declared full-mode models of experiments within a time budget, on a lent GPU machine or any other:
+
+    python benchmarks/train_declared.py oswald-depth --device cuda --cache DIR --budget 450 --workers 3 \\
+        [--match REGEX] [--exclude REGEX] [--threads 1] [--json FILE]
+
+The models not yet finished in DIR (`icgd.experiments.parallel.planned`: costliest first) train `--workers` at a
+time, each in its own process with `--threads` torch threads. At `--budget` seconds every worker still training
+is sent SIGTERM: the engine saves a checkpoint first, so the run resumes where it stopped (on the same device
+type: a run is cached under its device's fingerprint). Then, on the machine that has the cache:
+
+    icgd reproduce oswald-depth --cache DIR --trained-on cuda
+
+uses the models that finished on the GPU and trains (or resumes) the others on --device; results.json's
+`trained_on` says which device trained each. Prints, and writes to --json, one record per model: label,
+status (completed, interrupted, failed, not started), steps reached of total, seconds, seed-steps per second
+and the training path (backend, CUDA graph or eager step) from the run's summary.json.
+
+Why a script of its own and not `icgd verify --workers`: that trains every model to the end before the
+experiment runs; a lent GPU gives minutes (docs/reproduce.md), so this one stops on time and keeps what it
+trained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _worker(job: Any, device: str, threads: int) -> None:
+    import torch
+
+    from icgd.experiments.parallel import _train_job
+
+    torch.set_num_threads(threads)
+    rec = _train_job(job, device)
+    if rec["status"] == "failed" and "interrupted" not in rec.get("error", ""):
+        print(f"{job.label}: {rec['error']}", file=sys.stderr, flush=True)
+
+
+def _record(job: Any, state: str, seconds: float | None) -> dict[str, Any]:
+    summary = job.run / "summary.json"
+    s = json.loads(summary.read_text()) if summary.is_file() else {}
+    return {"model": job.label, "run": job.run.name,
+            "status": s.get("status", state) if state != "not started" else state,
+            "steps": s.get("steps", 0), "total_steps": job.config.steps, "seconds": seconds,
+            "seed_steps_per_s": s.get("seed_steps_per_s"), "backend": s.get("backend"),
+            "step_path": s.get("step_path"), "device": s.get("device")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("experiments", nargs="+")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--cache", required=True, type=Path)
+    p.add_argument("--budget", type=float, required=True, help="seconds until every worker is stopped")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--match", default="", help="train only the models whose label matches this regex")
+    p.add_argument("--exclude", default=None, help="leave out the models whose label matches this regex")
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args(argv)
+    from icgd.experiments.parallel import planned
+
+    t0 = time.monotonic()
+    jobs = [j for j in planned(args.experiments, args.cache.parent / "plan", args.cache, "full", None, args.device)
+            if re.search(args.match, j.label) and not (args.exclude and re.search(args.exclude, j.label))]
+    print(f"{len(jobs)} models to train on {args.device}, {args.workers} at a time, budget {args.budget:.0f} s: "
+          + ", ".join(j.label for j in jobs), flush=True)
+    spawn = multiprocessing.get_context("spawn")  # no fork after torch's thread pools have started
+    waiting, running, done = list(jobs), {}, []
+    while (waiting or running) and time.monotonic() - t0 < args.budget:
+        while waiting and len(running) < args.workers:
+            job = waiting.pop(0)
+            proc = spawn.Process(target=_worker, args=(job, args.device, args.threads))
+            proc.start()
+            running[job.label] = (job, proc, time.monotonic())
+        time.sleep(1.0)
+        for label, (job, proc, start) in list(running.items()):
+            if not proc.is_alive():
+                del running[label]
+                done.append(_record(job, "failed", round(time.monotonic() - start, 1)))
+                print(f"[{time.monotonic() - t0:6.0f} s] {json.dumps(done[-1])}", flush=True)
+    for _, proc, _ in running.values():
+        proc.terminate()  # SIGTERM: the engine checkpoints, then stops
+    for job, proc, start in running.values():
+        proc.join(60)
+        done.append(_record(job, "interrupted", round(time.monotonic() - start, 1)))
+        print(f"[{time.monotonic() - t0:6.0f} s] stopped: {json.dumps(done[-1])}", flush=True)
+    done += [_record(job, "not started", None) for job in waiting]
+    if args.json:
+        args.json.write_text(json.dumps({"device": args.device, "budget_s": args.budget, "workers": args.workers,
+                                         "threads": args.threads, "seconds": round(time.monotonic() - t0, 1),
+                                         "models": done}, indent=1))
+    print(f"{sum(r['status'] == 'completed' for r in done)} of {len(done)} completed in "
+          f"{time.monotonic() - t0:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
