@@ -45,7 +45,7 @@ if [ -n "${CPU_MATCH:-}" ]; then
   wait $cpu
 fi
 wait $gpu
-kill $monitor 2>/dev/null
+pkill -P $monitor 2>/dev/null; kill $monitor 2>/dev/null  # its sleep too: it holds the output open
 [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo quit | nvidia-cuda-mps-control
 tar czf "$out/cache.tar.gz" -C "$work" --exclude=.locks _train
 ls -la "$out"

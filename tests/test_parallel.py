@@ -132,3 +132,31 @@ def test_trained_on_uses_models_trained_elsewhere(tmp_path):
     # without --trained-on the CPU's own model trains, and results.json has no trained_on
     plain = run_experiment("test-pair", tmp_path / "plain", cache, quick=True, seeds=[0, 1])
     assert (cache / f"pair-a-{config_fingerprint(a)}").is_dir() and "trained_on" not in plain
+
+
+@register("test-long", "a short and a very long declared model", "tests", 0.1, 0.1,
+          models=lambda ctx: {name: build_config({"name": name, "steps": steps, "batch_size": 64, "seeds": ctx.seeds,
+                                                  "eval": _EVAL, "checkpoint_every": 1000})
+                              for name, steps in (("short", 20), ("long", 10**7))})
+def _long(ctx: ExperimentContext) -> None:
+    raise AssertionError("only its models are trained here")
+
+
+def test_train_declared_stops_on_budget_and_keeps_the_checkpoint(tmp_path):
+    """benchmarks/train_declared.py (what a lent GPU runs): what finishes is completed, what runs at the budget
+    checkpoints on SIGTERM (status interrupted, its steps saved), and the records say so."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import train_declared
+
+    out = tmp_path / "records.json"
+    assert train_declared.main(["test-long", "--device", "cpu", "--cache", str(tmp_path / "_train"), "--budget", "30",
+                                "--workers", "2", "--json", str(out)]) == 0
+    recs = {r["model"]: r for r in json.loads(out.read_text())["models"]}
+    assert recs["short"]["status"] == "completed" and recs["short"]["steps"] == 20
+    long = recs["long"]
+    assert long["status"] == "interrupted" and 0 < long["steps"] < 10**7
+    assert (tmp_path / "_train" / long["run"] / "checkpoint.safetensors").is_file()  # saved at the stop
+    assert json.loads((tmp_path / "_train" / long["run"] / "summary.json").read_text())["steps"] == long["steps"]
