@@ -408,3 +408,23 @@ def test_task_bootstrap_is_paired():
     tf_b, ref_b = _task_bootstrap(np.stack([ref, ref * 1.1, ref * 0.9]), ref, n=200)
     assert [t / g for t, g in zip(tf_b, ref_b)] == pytest.approx([1.0] * 200, rel=1e-12)
     assert np.std(ref_b) == pytest.approx(ref.std() / len(ref) ** 0.5, rel=0.3)
+
+
+def test_sine_claims_read_their_seeds_and_a_spread_across_the_bar_is_inconclusive():
+    """Fig. 4's claims take the median seed; where the seeds fall on both sides of the bar the verdict is
+    inconclusive (the full oswald-sine-code run of 2026-11-27: initial functions 0.085-0.857 of the control's
+    size around the 0.6 bar)."""
+    ids = {"sine-similar-loss": "tf_over_control", "sine-alignment": "pd_over_control_error",
+           "sine-partial-cosine": "partial_cosine_final", "sine-beats-zero": "tf_over_zero",
+           "sine-initial-functions": "initial_function_relative", "sine-final-functions": "final_function_distance"}
+    for cid, measure in ids.items():
+        claim = _claim("oswald-nonlinear", cid)
+        assert claim.per_seed is not None, cid
+        key = X.SINE_SEEDS.format(measure=measure)
+        assert claim.per_seed({"oswald-sine-code": {key: [1.0, 2.0]}}) == [1.0, 2.0], cid
+    claim = _claim("oswald-nonlinear", "sine-initial-functions")
+    med = {X.SINE_MEDIAN.format(measure="initial_function_relative"): 0.446}
+    spread = {X.SINE_SEEDS.format(measure="initial_function_relative"): [0.857, 0.446, 0.085, 0.132, 0.734]}
+    tight = {X.SINE_SEEDS.format(measure="initial_function_relative"): [0.40, 0.446, 0.45, 0.5, 0.55]}
+    assert claim.check({"oswald-sine-code": med | spread})["verdict"] == "inconclusive"
+    assert claim.check({"oswald-sine-code": med | tight})["verdict"] == "PASS"

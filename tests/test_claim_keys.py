@@ -28,6 +28,10 @@ def test_every_claim_reads_a_result_its_experiments_write(suite, tmp_path):
     for claim in SUITES[suite]():
         again, was = float(claim.measure(written)), recorded[claim.id]
         assert isinstance(was, float) and (again == was or (math.isnan(again) and math.isnan(was))), claim.id
+    # a claim that reads its seeds finds them in the results (else its sign test would silently not run)
+    by_id = {c["id"]: c for c in report["claims"]}
+    no_seeds = [c.id for c in SUITES[suite]() if c.per_seed is not None and by_id[c.id]["seeds"] is None]
+    assert not no_seeds, no_seeds
     # the time breakdown covers the whole run: every experiment, and its sections add up to the wall time
     prof = report["profile"]
     assert set(prof["by_experiment"]) == {c.experiment for c in SUITES[suite]()} | {"(claims)"}

@@ -361,7 +361,8 @@ def _sine_claims(SINE: str) -> list[Claim]:  # noqa: N803 - the experiment, name
               "<", 1.25,
               "Fig. 4 compares the trained TF with the control it is explained by; the authors' own run ends with the "
               "TF 25% below the control (docs/calibration.md), so the bar is one-sided: no more than 25% above it "
-              "(the symmetric larger / smaller bar this claim had before fails the authors' 1.33); median seed"),
+              "(the symmetric larger / smaller bar this claim had before fails the authors' 1.33); median seed",
+              per_seed=lambda r: r[SINE][X.SINE_SEEDS.format(measure="tf_over_control")]),
         Claim("sine-similar-loss-worst-seed", "the same for every seed (TF / control loss, worst seed)", "Fig. 4",
               SINE, lambda r: r[SINE][X.SINE_TF_OVER_CONTROL.format(stat="max")], "<", 1.25, "as above, worst seed",
               role="stricter"),
@@ -369,24 +370,29 @@ def _sine_claims(SINE: str) -> list[Claim]:  # noqa: N803 - the experiment, name
               "|y_control - y|)", "Fig. 4", SINE, lambda r: r[SINE][X.SINE_PD_OVER_CONTROL_ERROR], "<", 0.8,
               "Fig. 4's 'Preds diff' says the TF computes what the control computes, errors included: a perfect "
               "predictor scores exactly 1 and fails, as does any learner whose errors are its own. The bar before "
-              "(20% of RMS(y)) passed the perfect predictor (tests/test_bars.py); median seed"),
+              "(20% of RMS(y)) passed the perfect predictor (tests/test_bars.py); median seed",
+              per_seed=lambda r: r[SINE][X.SINE_SEEDS.format(measure="pd_over_control_error")]),
         Claim("sine-partial-cosine", "the TF's and the control's slopes d y_hat / d x_query agree at the end of "
               "training (Fig. 4 middle's partial cosine)", "Fig. 4", SINE,
               lambda r: r[SINE][X.SINE_PARTIAL_COSINE_FINAL], ">", 0.9,
               "with Dx = 1 a task's cosine is +1 or -1, so the mean is 2p - 1 for p the share of tasks whose slopes "
-              "agree in sign: 0.9 asks for 95% of tasks. An untrained TF (cosine about 0) fails; median seed"),
+              "agree in sign: 0.9 asks for 95% of tasks. An untrained TF (cosine about 0) fails; median seed",
+              per_seed=lambda r: r[SINE][X.SINE_SEEDS.format(measure="partial_cosine_final")]),
         Claim("sine-beats-zero", "both learn in context: TF loss below a tenth of the zero predictor's",
               "Fig. 4", SINE, lambda r: r[SINE][X.SINE_MEDIAN.format(measure="tf_loss")] / r[SINE][X.ZERO_LOSS], "<", 0.1,
-              "the fitted sines of Fig. 4 follow the targets closely; median seed"),
+              "the fitted sines of Fig. 4 follow the targets closely; median seed",
+              per_seed=lambda r: r[SINE][X.SINE_SEEDS.format(measure="tf_over_zero")]),
         Claim("sine-initial-functions", "their learnt initial functions (read out before the attention / GD "
               "step) agree: RMS distance / RMS of the control's initial function", "Fig. 4", SINE,
               lambda r: r[SINE][X.SINE_MEDIAN.format(measure="initial_function_relative")], "<", 0.6,
               "'almost identical' initial functions, measured against their own size: a zero function scores 1, "
               "two unrelated ones about 1.4 (two untrained models: 1.36, tests/test_bars.py). The authors' own "
               "pair is a half-radian phase shift apart (0.47). The bar before (distance / RMS(y) < 0.2) failed "
-              "it (about 0.41); median seed"),
+              "it (about 0.41); median seed",
+              per_seed=lambda r: r[SINE][X.SINE_SEEDS.format(measure="initial_function_relative")]),
         Claim("sine-final-functions", "their functions after the update agree: RMS distance / RMS(y)",
-              "Fig. 4", SINE, lambda r: r[SINE][X.SINE_MEDIAN.format(measure="final_function_distance")], "<", 0.2, "as above"),
+              "Fig. 4", SINE, lambda r: r[SINE][X.SINE_MEDIAN.format(measure="final_function_distance")], "<", 0.2,
+              "as above", per_seed=lambda r: r[SINE][X.SINE_SEEDS.format(measure="final_function_distance")]),
     ]
 
 

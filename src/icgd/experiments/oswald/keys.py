@@ -55,6 +55,7 @@ SINE_LOSS_RATIO_MAX = "loss_ratio_max"
 SINE_TF_OVER_CONTROL = "tf_over_control_loss_{stat}"  # median or max over seeds
 SINE_PD_OVER_CONTROL_ERROR = "pd_over_control_error_median"  # |y_TF - y_control| / |y_control - y|, median seed
 SINE_PARTIAL_COSINE_FINAL = "partial_cosine_final_median"  # Fig. 4 middle's last point, median seed
+SINE_SEEDS = "{measure}_seeds"  # oswald-sine: the same measures seed by seed (the claims' sign test)
 ZERO_LOSS = "zero_loss"  # oswald-sine and oswald-copy
 COPY_LOSS_OVER_GD1 = "{first}.loss_over_gd1_median"  # oswald-copy, first softmax or linear
 COPY_NEIGHBOUR_RATIO = "{first}.neighbour_over_others_final_median"

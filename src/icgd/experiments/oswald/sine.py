@@ -27,6 +27,7 @@ from icgd.experiments.oswald.keys import (
     SINE_MEDIAN,
     SINE_PARTIAL_COSINE_FINAL,
     SINE_PD_OVER_CONTROL_ERROR,
+    SINE_SEEDS,
     SINE_TF_OVER_CONTROL,
     ZERO_LOSS,
 )
@@ -160,6 +161,10 @@ def _sine_study(ctx: ExperimentContext, code: bool) -> None:
     ctx.table("sine", rows)
     ctx.result(SINE_PD_OVER_CONTROL_ERROR, median([r["pd_over_control_error"] for r in rows]))
     zero = evaluate(ZeroPredictor(), ev).mean
+    for key in ("pd_over_control_error", "initial_function_relative", "final_function_distance"):
+        ctx.result(SINE_SEEDS.format(measure=key), [r[key] for r in rows])
+    ctx.result(SINE_SEEDS.format(measure="tf_over_control"), [r["tf_loss"] / r["gd_loss"] for r in rows])
+    ctx.result(SINE_SEEDS.format(measure="tf_over_zero"), [r["tf_loss"] / zero for r in rows])
     for key in ("tf_loss", "gd_loss", "initial_function_distance", "initial_function_relative", "final_function_distance",
                 "prediction_difference", "sensitivity_cosine"):
         ctx.result(SINE_MEDIAN.format(measure=key), median([r[key] for r in rows]))
@@ -219,6 +224,7 @@ def _alignment_curves(ctx: ExperimentContext, tf_run: TrainResult, controls: lis
                                  for j, step in enumerate(steps) for i, s in enumerate(ctx.seeds)])
     final = ys["sensitivity_cosine"][:, -1]
     ctx.result(SINE_PARTIAL_COSINE_FINAL, median(list(final)))
+    ctx.result(SINE_SEEDS.format(measure="partial_cosine_final"), [float(x) for x in final])
     ctx.report("Fig. 4 middle: the partial cosine with the control rises over training",
                f"first evaluation (step {steps[0]}) {np.median(ys['sensitivity_cosine'][:, 0]):.3f}, last "
                f"(step {steps[-1]}) per seed {', '.join(f'{x:.3f}' for x in final)}; partial diff "
