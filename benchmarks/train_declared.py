@@ -33,11 +33,9 @@ from typing import Any
 
 
 def _worker(job: Any, device: str, threads: int) -> None:
-    import torch
+    from icgd.experiments.parallel import _init_worker, _train_job
 
-    from icgd.experiments.parallel import _train_job
-
-    torch.set_num_threads(threads)
+    _init_worker(threads)  # what `icgd verify --workers` gives each worker process
     rec = _train_job(job, device)
     if rec["status"] == "failed" and "interrupted" not in rec.get("error", ""):
         print(f"{job.label}: {rec['error']}", file=sys.stderr, flush=True)
