@@ -6,13 +6,15 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from icgd.tasks import TASKS
 from icgd.tasks.categorical import CategoricalQuadrants
 from icgd.train.backends import select
 from icgd.train.checkpoint import CheckpointError
-from icgd.train.config import OptimConfig, load_config
+from icgd.train.config import OptimConfig, TrainConfig, load_config
 from icgd.train.data import TaskStream
 from icgd.train.engine import Stepper, train
 from icgd.train.graphed import DeviceStream, GraphStep, StaticAdam, ineligible
+from icgd.train.kinds import MODEL_KINDS
 from icgd.train.models import init_params, trainable_names
 from icgd.train.optim import Adam
 
@@ -78,16 +80,20 @@ class _HostReads(TorchDispatchMode):
     """Records the ops that read a tensor's value back to the host (`.item()`, `int(t)`, indexing with a 0-d
     tensor, `nonzero`): a CUDA graph capture fails on each of them (cudaErrorStreamCaptureUnsupported)."""
 
-    READS = ("aten._local_scalar_dense", "aten.nonzero", "aten.lift_fresh", "aten._to_copy")
+    READS = ("aten._local_scalar_dense", "aten.nonzero", "aten.lift_fresh")
 
     def __init__(self) -> None:
         super().__init__()
         self.reads: list[str] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if str(func).startswith(self.READS):
-            self.reads.append(str(func))
-        return func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        name = str(func)
+        # a copy between devices (a cast on the same device, int to float say, stays on the device)
+        moves = name.startswith("aten._to_copy") and kwargs.get("device") not in (None, args[0].device)
+        if name.startswith(self.READS) or moves:
+            self.reads.append(name)
+        return func(*args, **kwargs)
 
 
 @pytest.mark.parametrize("preset,over", [("lsa-1", {}), ("lsa-5", {"data": "per_seed"}),
@@ -107,6 +113,101 @@ def test_graph_step_reads_nothing_back_to_the_host(preset, over):
             gs.compute(gs.batch())
     assert mode.reads == []
     assert int(gs.opt.t_dev) == 2  # the step ran (and its count moved on the device)
+
+
+#: a small config on a sync-free task for every model kind that declares `graph_capturable` (float64, so that
+#: the step equals `Stepper`'s to rounding); a kind that declares it without a case here fails the test below
+_LM = {"kind": "causal_lm", "d_model": 8, "n_heads": 2, "n_layers": 1}
+CAPTURABLE = {
+    "lstm": [{"preset": "lstm-2", "data": "per_seed", "model.hidden": 4},
+             {"preset": "bilstm-2", "model.hidden": 3}],
+    "mlp_lsa": [{"task": {"kind": "sine", "n_context": 6}, "model": {"kind": "mlp_lsa", "d_embed": 4},
+                 "eval": {"reference": "zero"}}],
+    "causal_lm": [{"task": {"kind": "recall", "vocab": 16, "n_pairs": 2}, "model": _LM | {"attention": {"momentum": 0.5}},
+                   "eval": {"reference": "unigram"}},
+                  {"task": {"kind": "bursty", "n_classes": 8, "n_labels": 4, "ways": 2},
+                   "model": _LM | {"attention": {"momentum": 0.5, "learn_momentum": True}},
+                   "eval": {"reference": "unigram"}}],
+}
+
+
+def _case_config(case: dict):
+    case = dict(case)
+    if "preset" in case:
+        return _config(**case)
+    base = {"seeds": [0, 3], "batch_size": 6, "steps": 4, "dtype": "float64", "data": "per_seed",
+            "optim": {"lr": 0.01, "grad_clip": 1e-4}, "eval": {"every": 2, "n_tasks": 16, "n_tune": 16}}
+    return TrainConfig.model_validate(base | case | {"eval": base["eval"] | case.get("eval", {})})
+
+
+def test_every_capturable_kind_has_a_case():
+    declared = {name for name, kind in MODEL_KINDS.items() if kind.graph_capturable}
+    assert declared == set(CAPTURABLE), "a kind that declares graph_capturable needs its case in CAPTURABLE"
+
+
+@pytest.mark.parametrize("kind,i", [(k, i) for k, cases in CAPTURABLE.items() for i in range(len(cases))])
+def test_capturable_kinds_step_as_the_stepper_and_read_nothing_back(kind, i):
+    """What `graph_capturable` promises, for each kind that declares it: on the generic backend the graph
+    step moves the weights as `Stepper` does on the same batches, the graph step is taken on a CUDA device,
+    and no op of the step reads a value back to the host."""
+    cfg = _case_config(CAPTURABLE[kind][i])
+    assert cfg.model.kind == kind and getattr(cfg.task, "sync_free_sampling", False)
+    backend = select(cfg, "cpu")
+    assert backend.name == "generic"
+    assert ineligible(cfg, backend, torch.device("cuda")) is None
+    ref = Stepper(cfg, "cpu", graph=False)
+    params = init_params(cfg, "cpu")
+    names = trainable_names(cfg)
+    for k in names:
+        params[k].requires_grad_(True)
+    gs = GraphStep(cfg, params, names, backend, torch.device("cpu"))
+    stream = TaskStream(cfg, "cpu")
+    for _ in range(3):
+        losses, applied = ref.step(0)
+        assert applied
+        gs.compute(stream.next())
+        torch.testing.assert_close(gs.losses, losses, rtol=1e-12, atol=1e-14)
+        for k in names:
+            torch.testing.assert_close(params[k].detach(), ref.params[k].detach(), rtol=1e-10, atol=1e-13)
+    assert any((params[k] - init_params(cfg, "cpu")[k]).abs().max() > 1e-6 for k in names)
+    with _HostReads() as mode:
+        for _ in range(2):
+            gs.compute(gs.batch())
+    assert mode.reads == []
+
+
+@pytest.mark.parametrize("kind", [k for k, t in TASKS.items() if getattr(t, "sync_free_sampling", False)])
+def test_sync_free_tasks_sample_without_reading_back(kind):
+    """A task that declares `sync_free_sampling` draws its batch without a host read (the graph step draws
+    inside the capture)."""
+    cfgs = [_case_config(c) for cases in CAPTURABLE.values() for c in cases]
+    task = next((c.task for c in cfgs if c.task.kind == kind), None) or TASKS[kind]()
+    gen = torch.Generator().manual_seed(0)
+    with _HostReads() as mode:
+        task.sample(8, gen, device="cpu", dtype=torch.float64)
+    assert mode.reads == []
+
+
+def test_a_failed_capture_goes_on_eagerly(monkeypatch):
+    """A capture that fails on the device (an op the checks above did not foresee) costs the graph, not the
+    run: the same static step goes on eagerly, with a warning, and `step_path` says why."""
+    cfg = _config()
+    st = Stepper(cfg, "cpu", graph=False)
+    gs = GraphStep(cfg, st.params, st.names, st.backend, torch.device("cpu"))
+
+    def refuse():
+        raise RuntimeError("CUDA error: operation not permitted when stream is capturing\nmore detail")
+
+    monkeypatch.setattr(gs, "capture", refuse)
+    st.graph_step = gs
+    before = {k: v.detach().clone() for k, v in st.params.items()}
+    with pytest.warns(RuntimeWarning, match="capture failed: CUDA error: operation not permitted"):
+        for i in range(st.GRAPH_WARMUP + 3):
+            losses, applied = st.step(i)
+            assert applied and torch.isfinite(losses).all()
+    assert gs.eager_steps == st.GRAPH_WARMUP + 3 and gs.graph is None
+    assert "capture failed" in st.step_path and "more detail" not in st.step_path
+    assert any(not torch.equal(st.params[k].detach(), before[k]) for k in st.names)
 
 
 def test_graph_step_draws_one_batch_per_step_on_its_generator():

@@ -117,7 +117,7 @@ class BurstyFewShot(MaskedNextToken, BaseModel):
         seen = (slots[:, :, None] == slots[:, None, :]).tril(-1).any(-1)  # (B, WK + 1)
         if not self.score_context:
             seen = torch.zeros_like(seen)
-        seen[:, -1] = True
+        seen[:, -1].fill_(True)  # fill_, not item assignment: that lifts a host scalar (no CUDA graph capture)
         scored = torch.zeros_like(y, dtype=torch.bool)
         scored[:, 0::2] = seen
         y = torch.where(scored, y, torch.full_like(y, IGNORE))

@@ -110,7 +110,7 @@ class AssociativeRecall(MaskedNextToken, BaseModel):
         seq = torch.cat([pairs, probes], 1)  # (B, 2N + 2Q)
         x, y = seq[:, :-1].clone(), seq[:, 1:].clone()
         scored = torch.zeros_like(y, dtype=torch.bool)
-        scored[:, 2 * n::2] = True  # the inputs that are query keys: their next token is the value
+        scored[:, 2 * n::2].fill_(True)  # the inputs that are query keys, whose next token is the value (fill_: see bursty)
         y = torch.where(scored, y, torch.full_like(y, IGNORE))
         x, y = x.to(dtype)[..., None], y.to(dtype)[..., None]
         return moved(Episodes(context_x=x, context_y=y, query_x=x, query_y=y), device, g_dev)

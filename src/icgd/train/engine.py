@@ -18,6 +18,7 @@ import platform
 import signal
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,9 @@ class Stepper:
     On a CUDA device, for the configs `graphed.ineligible` takes, the step is `graphed.GraphStep`: all state in
     static tensors, the batch drawn on the device, captured as a CUDA graph after `GRAPH_WARMUP` eager steps.
     graph: None picks it where it applies (ICGD_CUDA_GRAPH=0 in the environment turns it off), False never,
-    True insists (ValueError where it cannot). `step_path` says which step runs and why."""
+    True insists (ValueError where it cannot). `step_path` says which step runs and why. Should the capture fail
+    (an op the CPU checks of tests/test_graphed.py did not foresee), the same static step goes on eagerly on the
+    device, with a RuntimeWarning, and `step_path` (in the run's summary.json) says so."""
 
     #: eager steps of the graph step before its capture (the allocator and cuBLAS settle)
     GRAPH_WARMUP = 3
@@ -92,6 +95,7 @@ class Stepper:
         if graph and no_graph is not None:
             raise ValueError(f"the CUDA graph step cannot train this config: {no_graph}")
         self.graph_step: graphed.GraphStep | None = None
+        self.capture_error: str | None = None  # why the capture failed, where it did (the step then runs eagerly)
         if no_graph is None and graph is not False:
             self.graph_step = graphed.GraphStep(config, self.params, self.names, self.backend, self.device)
             self.opt: Adam | graphed.StaticAdam = self.graph_step.opt
@@ -111,8 +115,14 @@ class Stepper:
         """(per-seed losses (S,), whether the update was applied) for optimisation step number i."""
         gs = self.graph_step
         if gs is not None:
-            if gs.graph is None and gs.eager_steps >= self.GRAPH_WARMUP:
-                gs.capture()
+            if gs.graph is None and gs.eager_steps >= self.GRAPH_WARMUP and self.capture_error is None:
+                try:
+                    gs.capture()
+                except RuntimeError as err:  # an op the CPU checks did not foresee: go on without the graph
+                    self.capture_error = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                    self.step_path = ("the graph step run eagerly on the device (its CUDA graph capture failed: "
+                                      f"{self.capture_error})")
+                    warnings.warn(f"{self.config.name}: {self.step_path}", RuntimeWarning, stacklevel=2)
             return gs.run().clone(), True
         losses = self.backend.loss_fn(self.params, *self.stream.next(i))
         if self.sync_free:

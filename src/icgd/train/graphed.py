@@ -14,9 +14,11 @@ test_graphed.py, to float rounding: Adam's per-step scalars enter as tensors, no
 What changes against `Stepper` on a device: the tasks come from one generator on the device (seeded from
 `data_seed`), so they follow the same law but are other draws than the CPU generators give (`TaskStream`'s
 note); a seed therefore does not give the same weights on the GPU path as on the CPU. `ineligible` says
-which configs it takes: the fused backend (the generic one calls each seed's module through vmap, not checked
-under capture), tasks that declare their sampling sync-free (`sync_free_sampling`), fresh tasks every
-step (a fixed training set indexes on the host).
+which configs it takes: the fused backend, and the generic one (each seed's module through vmap) for the model
+kinds that declare `graph_capturable`; tasks that declare their sampling sync-free (`sync_free_sampling`);
+fresh tasks every step (a fixed training set indexes on the host). Both declarations are checked on the CPU
+(tests/test_graphed.py: no op of the step reads a value back to the host). Should a capture still fail on a
+device, `engine.Stepper` goes on with the same static step run eagerly, and says so.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from torch import Tensor
 from icgd.train.backends import Backend
 from icgd.train.checkpoint import CheckpointError
 from icgd.train.config import DTYPES, TrainConfig
+from icgd.train.kinds import model_kind
 from icgd.train.optim import clip_per_seed, lr_factor
 
 
@@ -35,8 +38,11 @@ def ineligible(config: TrainConfig, backend: Backend, device: torch.device | str
     device = torch.device(device)
     if device.type != "cuda":
         return f"device {device.type} (a CUDA graph needs a CUDA device)"
-    if backend.name != "fused":
-        return f"backend {backend.name} (the graph step covers the fused backend)"
+    if backend.name == "generic" and not model_kind(config.model).graph_capturable:
+        return (f"backend generic for model kind {config.model.kind!r}, which does not declare its step "
+                "capturable (graph_capturable)")
+    if backend.name not in ("fused", "generic"):
+        return f"backend {backend.name} (the graph step covers the fused and the generic backend)"
     if config.warm_start is not None:
         return "a warm start (the batches change task midway)"
     if config.train_set_size is not None:

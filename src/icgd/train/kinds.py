@@ -11,6 +11,8 @@ asks which class a config or a module is:
 - `backends`: the training backends that can compute it (`icgd.train.backends`; each still applies its
   own rule to the config at hand), "generic" always among them;
 - `tasks`: the task kinds it reads (None: any), checked when a config is validated;
+- `graph_capturable`: its generic-backend step reads nothing back to the host, so the CUDA graph step
+  (`icgd.train.graphed`) may capture it (tests/test_graphed.py checks each kind that says so, on the CPU);
 - `example`: a small training config (a dict, as YAML would give it) that trains this kind: what the
   conformance tests train, and a starting point for a user.
 
@@ -57,6 +59,7 @@ class ModelKind:
     prefix: str = ""
     backends: tuple[str, ...] = ("generic",)
     tasks: tuple[str, ...] | None = None
+    graph_capturable: bool = False
     example: dict[str, Any] = field(default_factory=dict)
     doc: str = ""
 

@@ -131,7 +131,7 @@ def _build_feature_lsa(config: TrainConfigLike, dtype: torch.dtype, device: Any,
 
 
 register_model_kind(ModelKind(
-    "mlp_lsa", FeatureLSAConfig, _build_feature_lsa, tasks=("linear", "sine"),
+    "mlp_lsa", FeatureLSAConfig, _build_feature_lsa, tasks=("linear", "sine"), graph_capturable=True,
     example={"task": {"kind": "sine", "n_context": 6}, "model": {"kind": "mlp_lsa", "d_embed": 8},
              "eval": {"reference": "zero"}},
     doc="embedding + MLP + one LSA layer on its features, or the GD control (source 000, Fig. 4)"))
@@ -155,7 +155,7 @@ def _build_lstm(config: TrainConfigLike, dtype: torch.dtype, device: Any, genera
 
 
 register_model_kind(ModelKind(
-    "lstm", LSTMConfig, _build_lstm, tasks=("linear", "sine"),
+    "lstm", LSTMConfig, _build_lstm, tasks=("linear", "sine"), graph_capturable=True,
     example={"task": {"kind": "linear", "dx": 3, "n_context": 6}, "model": {"kind": "lstm", "hidden": 8}},
     doc="an LSTM or BiLSTM read out at the query token (source 001)"))
 
@@ -260,7 +260,7 @@ def _build_causal_lm(config: TrainConfigLike, dtype: torch.dtype, device: Any,
 
 
 register_model_kind(ModelKind(
-    "causal_lm", CausalLMConfig, _build_causal_lm, tasks=("text", "recall", "bursty"),
+    "causal_lm", CausalLMConfig, _build_causal_lm, tasks=("text", "recall", "bursty"), graph_capturable=True,
     example={"task": {"kind": "text", "corpus": ["bbc-news"], "seq_len": 32},
              "model": {"kind": "causal_lm", "d_model": 16, "n_heads": 2, "n_layers": 1},
              "eval": {"reference": "unigram"}},
