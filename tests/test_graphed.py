@@ -2,6 +2,8 @@
 rounding, and the whole step, run eagerly on the CPU on the same batches, moves the weights as `Stepper`
 does. What only a GPU shows (the capture, the replay, the speed) is in the last test, skipped here."""
 
+import dataclasses
+
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -90,7 +92,7 @@ class _HostReads(TorchDispatchMode):
         kwargs = kwargs or {}
         name = str(func)
         # a copy between devices (a cast on the same device, int to float say, stays on the device)
-        moves = name.startswith("aten._to_copy") and kwargs.get("device") not in (None, args[0].device)
+        moves = name.startswith("aten._to_copy") and kwargs.get("device") not in (None, getattr(args[0], "device", None))
         if name.startswith(self.READS) or moves:
             self.reads.append(name)
         return func(*args, **kwargs)
@@ -115,10 +117,13 @@ def test_graph_step_reads_nothing_back_to_the_host(preset, over):
     assert int(gs.opt.t_dev) == 2  # the step ran (and its count moved on the device)
 
 
-#: a small config on a sync-free task for every model kind that declares `graph_capturable` (float64, so that
-#: the step equals `Stepper`'s to rounding); a kind that declares it without a case here fails the test below
+#: a small config on a sync-free task for every model kind that declares `graph_capturable`, one the fused
+#: backend does not take (float64, so that the step equals `Stepper`'s to rounding); a kind that declares it
+#: without a case here fails the test below
 _LM = {"kind": "causal_lm", "d_model": 8, "n_heads": 2, "n_layers": 1}
 CAPTURABLE = {
+    "stack": [{"preset": "softmax-2", "data": "per_seed", "model.attention.n_heads": 2, "model.attention.causal": True,
+               "model.attention.query_in_keys": True, "model.attention.momentum": 0.5}],
     "lstm": [{"preset": "lstm-2", "data": "per_seed", "model.hidden": 4},
              {"preset": "bilstm-2", "model.hidden": 3}],
     "mlp_lsa": [{"task": {"kind": "sine", "n_context": 6}, "model": {"kind": "mlp_lsa", "d_embed": 4},
@@ -229,13 +234,16 @@ def test_graph_step_draws_one_batch_per_step_on_its_generator():
     assert torch.equal(gs.batch()[0], first)
 
 
-def test_which_configs_the_graph_step_takes():
+def test_which_configs_the_graph_step_takes(monkeypatch):
     cfg = _config()
     cuda = torch.device("cuda")
     fused = select(cfg, "cpu")
     assert ineligible(cfg, fused.__class__("fused", "", fused.loss_fn), cuda) is None
     assert "CUDA device" in ineligible(cfg, fused, "cpu")
-    assert "backend generic" in ineligible(cfg, fused.__class__("generic", "", fused.loss_fn), cuda)
+    generic = fused.__class__("generic", "", fused.loss_fn)
+    assert ineligible(cfg, generic, cuda) is None  # the stack kind declares graph_capturable
+    monkeypatch.setitem(MODEL_KINDS, "stack", dataclasses.replace(MODEL_KINDS["stack"], graph_capturable=False))
+    assert "does not declare its step capturable" in ineligible(cfg, generic, cuda)
     assert "fixed training set" in ineligible(_config(train_set_size=64), fused.__class__("fused", "", None), cuda)
     cat = cfg.model_copy(update={"task": CategoricalQuadrants()})
     assert "'categorical' does not declare sync-free" in ineligible(cat, fused.__class__("fused", "", None), cuda)

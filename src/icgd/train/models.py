@@ -94,7 +94,7 @@ def _stack_learner(config: TrainConfigLike, module: nn.Module, name: str) -> Any
 
 register_model_kind(ModelKind(
     "stack", ModelConfig, _build_stack, _stack_learner, prefix="model.", backends=("compiled", "fused", "generic"),
-    tasks=("linear", "sine", "categorical", "fewshot"),
+    tasks=("linear", "sine", "categorical", "fewshot"), graph_capturable=True,
     example={"task": {"kind": "linear", "dx": 3, "n_context": 6}, "model": {"kind": "stack", "n_layers": 1}},
     doc="attention layers (any kernel, heads, MLP, LayerNorm) on concatenated or interleaved tokens"))
 
