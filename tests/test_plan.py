@@ -45,6 +45,10 @@ def test_cli_plan_json(capsys, tmp_path, monkeypatch):
     assert set(plan) >= {"experiment", "mode", "models"}
     assert [m["name"] for m in plan["models"]] == ["copy-code-softmax", "copy-code-linear"]
     assert plan["models"][0]["config"]["task"]["kind"] == "linear"
+    # the authors' softmax: logits over a fixed sqrt(key_size = 20) (src/attn.py:176-178), not a learnt temperature
+    first, second = plan["models"][0]["config"]["model"]["layers"]
+    assert first == {"kernel": "softmax", "kernel_init": [pytest.approx(20 ** 0.5)], "learn_kernel_params": False}
+    assert second == {"kernel": "linear"}
     assert main(["reproduce", "oswald-copy", "--plan"]) == 0
     table = capsys.readouterr().out
     assert "copy-code-softmax" in table and "optim.beta2 = " in table
