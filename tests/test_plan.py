@@ -103,3 +103,15 @@ def test_a_reader_that_stops_early_is_no_error(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0, err
     assert "Traceback" not in err and err == ""
+
+
+def test_softmax_models_divide_by_the_codes_fixed_sqrt_key_size(capsys, tmp_path, monkeypatch):
+    """A.9's softmax models as the authors' code trains them: logits over a fixed sqrt(11) (key_size 11 in
+    constructed_token_setup.ipynb; src/attn.py:176-178), not a learnt temperature; the LayerNorm models unchanged."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["reproduce", "oswald-softmax", "--quick", "--plan", "--json"]) == 0
+    models = {m["name"]: m["config"]["model"]["attention"] for m in json.loads(capsys.readouterr().out)["models"]}
+    for name in ("softmax1", "softmax2", "softmax1-lr3e-4", "softmax1-lr3e-3"):
+        assert models[name]["kernel"] == "softmax"
+        assert models[name]["kernel_init"] == [pytest.approx(11 ** 0.5)] and not models[name]["learn_kernel_params"]
+    assert models["layernorm"]["kernel"] == "linear" and models["layernorm"]["kernel_init"] is None
