@@ -396,6 +396,11 @@ def _sine_claims(SINE: str) -> list[Claim]:  # noqa: N803 - the experiment, name
     ]
 
 
+def _copy_seeds(key: str):
+    """The oswald-copy measure `key` seed by seed (`COPY_SEEDS`), for a claim's sign test."""
+    return lambda r: r[COPY][X.COPY_SEEDS.format(key=key)]
+
+
 @suite("oswald-copy")
 def copying() -> list[Claim]:
     return [
@@ -404,47 +409,53 @@ def copying() -> list[Claim]:
               lambda r: abs(r[COPY][X.COPY_LOSS_OVER_GD1.format(first="softmax")] - 1), "<", 0.05,
               "'matches a single step of GD': equal within 5%, from either side. The one-sided loss / GD1 < 1.05 "
               "of before issue 33 passed a model at 2-step GD's loss (0.8 of GD1: tests/test_bars.py); median seed "
-              "(training speed varies strongly with the seed, as the paper reports)"),
+              "(training speed varies strongly with the seed, as the paper reports)",
+              per_seed=lambda r: [abs(v - 1) for v in _copy_seeds(X.COPY_LOSS_OVER_GD1.format(first="softmax"))(r)]),
         Claim("copy-neighbour-gradient", "the first layer's output of token t depends on token t + 1 far more "
               "than on the others (final norm ratio)", "Fig. 5", COPY,
               lambda r: r[COPY][X.COPY_NEIGHBOUR_RATIO.format(first="softmax")], ">", 3.0,
-              "Fig. 5: the neighbour gradient rises while the others stay near 0; a factor 3 is clearly apart"),
+              "Fig. 5: the neighbour gradient rises while the others stay near 0; a factor 3 is clearly apart",
+              per_seed=_copy_seeds(X.COPY_NEIGHBOUR_RATIO.format(first="softmax"))),
         Claim("copy-neighbour-gradient-code", "the same with the official code's measure (norm of the task-mean "
               "gradient of the summed output; 'other' = every token but itself, per token; final ratio)", "Fig. 5", COPY,
-              lambda r: r[COPY]["softmax.code_neighbour_over_others_final_median"], ">", 3.0,
+              lambda r: r[COPY][X.COPY_CODE_NEIGHBOUR_RATIO], ">", 3.0,
               "the factor 3 of copy-neighbour-gradient, on the quantity the authors' Fig. 5 plots (their analyse_copy); "
-              "median seed"),
+              "median seed", per_seed=_copy_seeds(X.COPY_CODE_NEIGHBOUR_RATIO)),
         Claim("copy-own-token-kept", "the first layer keeps its own token: |d t(e_j) / d e_j| at the end over at "
               "initialisation (Fig. 5 right's own-token curve; |ratio - 1|)", "Fig. 5, A.5", COPY,
               lambda r: r[COPY][X.COPY_OWN_KEPT], "<", 0.25,
               "A.5's copy layer adds the neighbour's y to token j and leaves the token itself, so its own-token "
               "derivative stays the residual's identity (sqrt(10) = 3.16 in the code's measure); a layer that "
-              "overwrites its token fails (|ratio - 1| near 1); median seed"),
+              "overwrites its token fails (|ratio - 1| near 1); median seed", per_seed=_copy_seeds(X.COPY_OWN_KEPT)),
         Claim("copy-others-small-throughout", "token j stays independent of the other tokens during all of training "
               "(largest |d t(e_j) / d e_other| / |d t(e_j) / d e_j| over the evaluations)", "Fig. 5", COPY,
               lambda r: r[COPY][X.COPY_OTHERS_PEAK], "<", 0.1,
               "sec. 3: 'staying independent on the others', read on the whole curve, the transition included (where "
               "the authors' others' curve peaks): under a tenth of the token's own dependence. A layer that mixes "
-              "every token alike, without its residual, scores 1; median seed"),
+              "every token alike, without its residual, scores 1; median seed", per_seed=_copy_seeds(X.COPY_OTHERS_PEAK)),
         Claim("copy-gradient-first", "the first layer's output becomes notably dependent on the neighbour before "
               "the loss jumps (step where the neighbour gradient first reaches 3x the others' / step where the "
               "loss is halfway down to GD)", "Fig. 5", COPY,
               lambda r: r[COPY][X.COPY_ONSET_FIRST], "<", 1.0,
               "sec. 4: 'before the Transformer performance jumps to the one of GD' the token 'becomes notably "
               "dependant on the neighboring token while staying independent on the others': an onset, with the "
-              "factor 3 of copy-neighbour-gradient; median over the seeds whose loss dropped"),
+              "factor 3 of copy-neighbour-gradient; median over the seeds whose loss dropped",
+              per_seed=_copy_seeds(X.COPY_ONSET_FIRST)),
         Claim("copy-gradient-halfway-first", "the neighbour gradient is halfway up before the loss is halfway down "
               "(ratio of the steps)", "Fig. 5", COPY, lambda r: r[COPY][X.COPY_GRADIENT_FIRST], "<", 1.0,
               "the midpoint of the whole rise, which goes on after the drop, before the midpoint of the drop: "
               "more than the source's onset (this was copy-gradient-first's measure before); median seed",
-              role="stricter"),
+              role="stricter", per_seed=_copy_seeds(X.COPY_GRADIENT_FIRST)),
         Claim("copy-seeds-vary", "training speed varies strongly with the seed (slowest / fastest seed's step "
               "where the loss is halfway down)", "Fig. 5, sec. 4", COPY, lambda r: r[COPY][X.COPY_SPEED_SPREAD], ">",
               2.0, "'the training speeds are highly variant given different training seeds': at least twice"),
         Claim("copy-not-gd2", "the model matches one step of GD, not two (loss / 2-step GD)", "Fig. 5, sec. 4", COPY,
               lambda r: r[COPY][X.COPY_LOSS_OVER_GD1.format(first="softmax")] * r[COPY]["gd1_loss"]
-              / r[COPY]["gd2_loss"], ">", 1.05, "'a single (not two) step'; the 5% of copy-reaches-gd1; median seed"),
+              / r[COPY]["gd2_loss"], ">", 1.05, "'a single (not two) step'; the 5% of copy-reaches-gd1; median seed",
+              per_seed=lambda r: [v * r[COPY]["gd1_loss"] / r[COPY]["gd2_loss"]
+                                  for v in _copy_seeds(X.COPY_LOSS_OVER_GD1.format(first="softmax"))(r)]),
         Claim("copy-linear-fails", "with a linear first layer the model does not reach one-step GD "
               "(loss / 1-step GD)", "sec. 4", COPY, lambda r: r[COPY][X.COPY_LOSS_OVER_GD1.format(first="linear")], ">", 1.05,
-              "the paper could not train it; same budget and threshold as the softmax model; median seed"),
+              "the paper could not train it; same budget and threshold as the softmax model; median seed",
+              per_seed=_copy_seeds(X.COPY_LOSS_OVER_GD1.format(first="linear"))),
     ]

@@ -24,12 +24,14 @@ from icgd.experiments.common import (
     tune_tasks,
 )
 from icgd.experiments.oswald.keys import (
+    COPY_CODE_NEIGHBOUR_RATIO,
     COPY_GRADIENT_FIRST,
     COPY_LOSS_OVER_GD1,
     COPY_NEIGHBOUR_RATIO,
     COPY_ONSET_FIRST,
     COPY_OTHERS_PEAK,
     COPY_OWN_KEPT,
+    COPY_SEEDS,
     COPY_SPEED_SPREAD,
     ZERO_LOSS,
 )
@@ -256,25 +258,27 @@ def _copy_study(ctx: ExperimentContext, setup: str) -> None:
             rows.append(row)
             per_seed.append(row)
         summary[first] = per_seed
-        ctx.result(COPY_LOSS_OVER_GD1.format(first=first), median([r["loss_over_gd1"] for r in per_seed]))
-        ctx.result(COPY_NEIGHBOUR_RATIO.format(first=first),
-                   median([r["neighbour_grad_final"] / r["others_grad_final"] for r in per_seed]))
+
+        def by_seed(key: str, values: list[float]) -> None:
+            """The median seed's value (what a claim reads) and every seed's (its sign test)."""
+            ctx.result(key, median(values) if values else float("nan"))
+            ctx.result(COPY_SEEDS.format(key=key), values)
+
+        by_seed(COPY_LOSS_OVER_GD1.format(first=first), [r["loss_over_gd1"] for r in per_seed])
+        by_seed(COPY_NEIGHBOUR_RATIO.format(first=first),
+                [r["neighbour_grad_final"] / r["others_grad_final"] for r in per_seed])
         learnt = [r for r in per_seed if r["loss_over_gd1"] < 1.05]
         ctx.result(f"{first}.seeds_reaching_gd1", len(learnt))
         if first == "softmax":
-            ratios = [r["neighbour_grad_halfway_step"] / r["loss_halfway_step"] for r in per_seed
-                      if r["loss_halfway_step"] <= n_steps]
-            ctx.result(COPY_GRADIENT_FIRST, median(ratios) if ratios else float("nan"))
             dropped = [r for r in per_seed if r["loss_halfway_step"] <= n_steps]
-            ctx.result(COPY_ONSET_FIRST, median([r["neighbour_notable_step"] / r["loss_halfway_step"] for r in dropped])
-                       if dropped else float("nan"))
+            by_seed(COPY_GRADIENT_FIRST, [r["neighbour_grad_halfway_step"] / r["loss_halfway_step"] for r in dropped])
+            by_seed(COPY_ONSET_FIRST, [r["neighbour_notable_step"] / r["loss_halfway_step"] for r in dropped])
             halfway = [r["loss_halfway_step"] for r in per_seed]
             ctx.result(COPY_SPEED_SPREAD, max(halfway) / min(halfway))
-            ctx.result(COPY_OWN_KEPT, median([abs(r["code_self_grad_final"] / r["code_self_grad_initial"] - 1)
-                                              for r in per_seed]))
-            ctx.result(COPY_OTHERS_PEAK, median([r["code_others_over_self_peak"] for r in per_seed]))
-            ctx.result("softmax.code_neighbour_over_others_final_median",
-                       median([r["code_neighbour_grad_final"] / r["code_others_grad_final"] for r in per_seed]))
+            by_seed(COPY_OWN_KEPT, [abs(r["code_self_grad_final"] / r["code_self_grad_initial"] - 1) for r in per_seed])
+            by_seed(COPY_OTHERS_PEAK, [r["code_others_over_self_peak"] for r in per_seed])
+            by_seed(COPY_CODE_NEIGHBOUR_RATIO,
+                    [r["code_neighbour_grad_final"] / r["code_others_grad_final"] for r in per_seed])
     for ax in axes:
         ax.set_xlabel("training step")
     axes[0].axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="1 step of GD")

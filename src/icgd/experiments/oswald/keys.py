@@ -58,9 +58,11 @@ SINE_PARTIAL_COSINE_FINAL = "partial_cosine_final_median"  # Fig. 4 middle's las
 SINE_SEEDS = "{measure}_seeds"  # oswald-sine: the same measures seed by seed (the claims' sign test)
 ZERO_LOSS = "zero_loss"  # oswald-sine and oswald-copy
 COPY_LOSS_OVER_GD1 = "{first}.loss_over_gd1_median"  # oswald-copy, first softmax or linear
+COPY_SEEDS = "{key}_seeds"  # oswald-copy: beside each median above, its seeds' values (the claims' sign test)
 COPY_NEIGHBOUR_RATIO = "{first}.neighbour_over_others_final_median"
 COPY_GRADIENT_FIRST = "softmax.grad_before_loss_ratio_median"  # halfway up / halfway down
 COPY_ONSET_FIRST = "softmax.grad_onset_over_loss_halfway_median"  # neighbour / others >= 3 / halfway down
 COPY_SPEED_SPREAD = "softmax.slowest_over_fastest_loss_halfway"
 COPY_OWN_KEPT = "softmax.code_self_change_median"  # |own-token gradient final / initial - 1|, the code's measure
 COPY_OTHERS_PEAK = "softmax.code_others_over_self_peak_median"  # largest others / own over training
+COPY_CODE_NEIGHBOUR_RATIO = "softmax.code_neighbour_over_others_final_median"  # the code's measure, final
