@@ -41,6 +41,7 @@ N_SWEEP_KAPPA_RATIO = "n_sweep.max_median_kappa_ratio"
 KAPPA_EXPLODES = "n_sweep.min_kappa_p90_at_gamma_0_2_over_0"
 SOFTMAX_LOSS_OVER_GD = "{variant}.loss_over_gd_median"  # oswald-softmax: softmax1, softmax2, layernorm
 SOFTMAX_HEADS_CANCEL = "softmax2.offdiagonal_sum_over_heads_median"
+SOFTMAX_HEADS_CANCEL_SEEDS = "softmax2.offdiagonal_sum_over_heads_seeds"
 SOFTMAX_LR_SPREAD = "softmax1.loss_over_gd_max_over_min_across_lr"
 SOFTMAX_BEST_LR = "softmax1.loss_over_gd_best_lr"
 LN_HEADS_CHANGE = "layernorm.two_heads_relative_change"
