@@ -59,23 +59,29 @@ def _config(**over):
 def test_graph_step_moves_the_weights_as_the_stepper(preset, over):
     """The same batches through `GraphStep.compute` and through `Stepper.step`: the same losses and weights
     after every step (clipping binds: grad_clip 2e-5, under the gradients' norms of about 1e-4)."""
-    cfg = _config(preset=preset, **over)
+    gs = _steps_as_the_stepper(_config(preset=preset, **over), moved=1e-3)
+    assert not bool(gs.bad)
+
+
+def _steps_as_the_stepper(cfg, moved: float, steps: int | None = None) -> GraphStep:
+    """A GraphStep and `Stepper` (eager) on the same batches for `steps` (default the config's): the same
+    losses and weights after every step, and some weight moved by more than `moved`. Returns the GraphStep."""
     ref = Stepper(cfg, "cpu", graph=False)
     params = init_params(cfg, "cpu")
     names = trainable_names(cfg)
     for k in names:
         params[k].requires_grad_(True)
-    gs = GraphStep(cfg, params, names, select(cfg, "cpu"), torch.device("cpu"))
+    gs = GraphStep(cfg, params, names, ref.backend, torch.device("cpu"))
     stream = TaskStream(cfg, "cpu")  # the same seeds as the stepper's own stream: the same batches
-    for _ in range(cfg.steps):
+    for _ in range(cfg.steps if steps is None else steps):
         losses, applied = ref.step(0)
         assert applied
         gs.compute(stream.next())
         torch.testing.assert_close(gs.losses, losses, rtol=1e-12, atol=1e-14)
         for k in names:
             torch.testing.assert_close(params[k].detach(), ref.params[k].detach(), rtol=1e-10, atol=1e-13)
-    assert any((params[k] - init_params(cfg, "cpu")[k]).abs().max() > 1e-3 for k in names)
-    assert not bool(gs.bad)
+    assert any((params[k] - init_params(cfg, "cpu")[k]).abs().max() > moved for k in names)
+    return gs
 
 
 class _HostReads(TorchDispatchMode):
@@ -160,21 +166,7 @@ def test_capturable_kinds_step_as_the_stepper_and_read_nothing_back(kind, i):
     backend = select(cfg, "cpu")
     assert backend.name == "generic"
     assert ineligible(cfg, backend, torch.device("cuda")) is None
-    ref = Stepper(cfg, "cpu", graph=False)
-    params = init_params(cfg, "cpu")
-    names = trainable_names(cfg)
-    for k in names:
-        params[k].requires_grad_(True)
-    gs = GraphStep(cfg, params, names, backend, torch.device("cpu"))
-    stream = TaskStream(cfg, "cpu")
-    for _ in range(3):
-        losses, applied = ref.step(0)
-        assert applied
-        gs.compute(stream.next())
-        torch.testing.assert_close(gs.losses, losses, rtol=1e-12, atol=1e-14)
-        for k in names:
-            torch.testing.assert_close(params[k].detach(), ref.params[k].detach(), rtol=1e-10, atol=1e-13)
-    assert any((params[k] - init_params(cfg, "cpu")[k]).abs().max() > 1e-6 for k in names)
+    gs = _steps_as_the_stepper(cfg, moved=1e-6, steps=3)
     with _HostReads() as mode:
         for _ in range(2):
             gs.compute(gs.batch())
