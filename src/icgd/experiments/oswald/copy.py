@@ -208,6 +208,12 @@ def _copy_study(ctx: ExperimentContext, setup: str) -> None:
     zero = evaluate(ZeroPredictor(), ev).mean
     fig, axes = subplots(4, width=3.9, height=3.1)
     rows, summary = [], {}
+
+    def by_seed(key: str, values: list[float]) -> None:
+        """The median seed's value (what a claim reads) and every seed's (its sign test)."""
+        ctx.result(key, median(values) if values else float("nan"))
+        ctx.result(COPY_SEEDS.format(key=key), values)
+
     for first, color in (("softmax", COLORS["tf"]), ("linear", COLORS["other"])):
         cfg = _copy_models(ctx, setup)[_copy_label(first, setup)]
 
@@ -258,12 +264,6 @@ def _copy_study(ctx: ExperimentContext, setup: str) -> None:
             rows.append(row)
             per_seed.append(row)
         summary[first] = per_seed
-
-        def by_seed(key: str, values: list[float]) -> None:
-            """The median seed's value (what a claim reads) and every seed's (its sign test)."""
-            ctx.result(key, median(values) if values else float("nan"))
-            ctx.result(COPY_SEEDS.format(key=key), values)
-
         by_seed(COPY_LOSS_OVER_GD1.format(first=first), [r["loss_over_gd1"] for r in per_seed])
         by_seed(COPY_NEIGHBOUR_RATIO.format(first=first),
                 [r["neighbour_grad_final"] / r["others_grad_final"] for r in per_seed])
