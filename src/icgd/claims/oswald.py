@@ -271,7 +271,7 @@ def claims() -> list[Claim]:
               "W_K^T W_Q cancel in their sum (norm of the sum's / mean of the heads')", "Fig. 11, A.9", "oswald-softmax",
               lambda r: r[SOFTMAX][X.SOFTMAX_HEADS_CANCEL], "<", 0.2,
               "'an almost perfect cancellation': the sum keeps less than a fifth of a head's off-diagonal mass; "
-              "median seed", per_seed=lambda r: r[SOFTMAX][X.SOFTMAX_HEADS_CANCEL_SEEDS]),
+              "median seed", per_seed=lambda r: r[SOFTMAX][X.seeds_key(X.SOFTMAX_HEADS_CANCEL)]),
         Claim("phase-seed-dependent", "with one head the phase transition comes at a seed-dependent step (slowest "
               "/ fastest seed's step)", "Fig. 15, A.11", "oswald-phase",
               lambda r: r["oswald-phase"][X.TRANSITION_SPREAD.format(heads=1)], ">", 1.5,
@@ -397,8 +397,8 @@ def _sine_claims(SINE: str) -> list[Claim]:  # noqa: N803 - the experiment, name
 
 
 def _copy_seeds(key: str):
-    """The oswald-copy measure `key` seed by seed (`COPY_SEEDS`), for a claim's sign test."""
-    return lambda r: r[COPY][X.COPY_SEEDS.format(key=key)]
+    """The oswald-copy median `key` seed by seed (`seeds_key`), for a claim's sign test."""
+    return lambda r: r[COPY][X.seeds_key(key)]
 
 
 @suite("oswald-copy")

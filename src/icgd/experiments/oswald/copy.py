@@ -31,9 +31,9 @@ from icgd.experiments.oswald.keys import (
     COPY_ONSET_FIRST,
     COPY_OTHERS_PEAK,
     COPY_OWN_KEPT,
-    COPY_SEEDS,
     COPY_SPEED_SPREAD,
     ZERO_LOSS,
+    seeds_key,
 )
 from icgd.experiments.oswald.shared import NONLINEAR_EVAL_SEED
 from icgd.experiments.registry import ExperimentContext, register
@@ -212,7 +212,7 @@ def _copy_study(ctx: ExperimentContext, setup: str) -> None:
     def by_seed(key: str, values: list[float]) -> None:
         """The median seed's value (what a claim reads) and every seed's (its sign test)."""
         ctx.result(key, median(values) if values else float("nan"))
-        ctx.result(COPY_SEEDS.format(key=key), values)
+        ctx.result(seeds_key(key), values)
 
     for first, color in (("softmax", COLORS["tf"]), ("linear", COLORS["other"])):
         cfg = _copy_models(ctx, setup)[_copy_label(first, setup)]

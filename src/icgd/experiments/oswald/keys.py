@@ -41,7 +41,6 @@ N_SWEEP_KAPPA_RATIO = "n_sweep.max_median_kappa_ratio"
 KAPPA_EXPLODES = "n_sweep.min_kappa_p90_at_gamma_0_2_over_0"
 SOFTMAX_LOSS_OVER_GD = "{variant}.loss_over_gd_median"  # oswald-softmax: softmax1, softmax2, layernorm
 SOFTMAX_HEADS_CANCEL = "softmax2.offdiagonal_sum_over_heads_median"
-SOFTMAX_HEADS_CANCEL_SEEDS = "softmax2.offdiagonal_sum_over_heads_seeds"
 SOFTMAX_LR_SPREAD = "softmax1.loss_over_gd_max_over_min_across_lr"
 SOFTMAX_BEST_LR = "softmax1.loss_over_gd_best_lr"
 LN_HEADS_CHANGE = "layernorm.two_heads_relative_change"
@@ -56,10 +55,9 @@ SINE_LOSS_RATIO_MAX = "loss_ratio_max"
 SINE_TF_OVER_CONTROL = "tf_over_control_loss_{stat}"  # median or max over seeds
 SINE_PD_OVER_CONTROL_ERROR = "pd_over_control_error_median"  # |y_TF - y_control| / |y_control - y|, median seed
 SINE_PARTIAL_COSINE_FINAL = "partial_cosine_final_median"  # Fig. 4 middle's last point, median seed
-SINE_SEEDS = "{measure}_seeds"  # oswald-sine: the same measures seed by seed (the claims' sign test)
+SINE_SEEDS = "{measure}_seeds"  # oswald-sine: the same measures seed by seed (the claims' sign test; `seeds_key`)
 ZERO_LOSS = "zero_loss"  # oswald-sine and oswald-copy
 COPY_LOSS_OVER_GD1 = "{first}.loss_over_gd1_median"  # oswald-copy, first softmax or linear
-COPY_SEEDS = "{key}_seeds"  # oswald-copy: beside each median above, its seeds' values (the claims' sign test)
 COPY_NEIGHBOUR_RATIO = "{first}.neighbour_over_others_final_median"
 COPY_GRADIENT_FIRST = "softmax.grad_before_loss_ratio_median"  # halfway up / halfway down
 COPY_ONSET_FIRST = "softmax.grad_onset_over_loss_halfway_median"  # neighbour / others >= 3 / halfway down
@@ -67,3 +65,11 @@ COPY_SPEED_SPREAD = "softmax.slowest_over_fastest_loss_halfway"
 COPY_OWN_KEPT = "softmax.code_self_change_median"  # |own-token gradient final / initial - 1|, the code's measure
 COPY_OTHERS_PEAK = "softmax.code_others_over_self_peak_median"  # largest others / own over training
 COPY_CODE_NEIGHBOUR_RATIO = "softmax.code_neighbour_over_others_final_median"  # the code's measure, final
+
+
+def seeds_key(median_key: str) -> str:
+    """Where a median over seeds keeps its seeds' values, the claims' sign test: `x_median` -> `x_seeds`
+    (SINE_MEDIAN's measures and SINE_SEEDS follow the same rule)."""
+    if not median_key.endswith("_median"):
+        raise ValueError(f"not a median's key: {median_key!r}")
+    return median_key.removesuffix("_median") + "_seeds"

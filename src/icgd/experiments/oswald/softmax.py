@@ -32,9 +32,9 @@ from icgd.experiments.oswald.keys import (
     LN_OOD,
     SOFTMAX_BEST_LR,
     SOFTMAX_HEADS_CANCEL,
-    SOFTMAX_HEADS_CANCEL_SEEDS,
     SOFTMAX_LOSS_OVER_GD,
     SOFTMAX_LR_SPREAD,
+    seeds_key,
 )
 from icgd.experiments.oswald.shared import (
     LINEAR_DEVIATIONS,
@@ -200,7 +200,7 @@ def _softmax_heads(ctx: ExperimentContext, res: TrainResult) -> None:
         relative.append(rel)
         mats.append(m)
     ctx.result(SOFTMAX_HEADS_CANCEL, median(ratios))
-    ctx.result(SOFTMAX_HEADS_CANCEL_SEEDS, ratios)  # the claim's sign test
+    ctx.result(seeds_key(SOFTMAX_HEADS_CANCEL), ratios)  # the claim's sign test
     ctx.report("two softmax heads: the off-diagonal terms of the heads' scaled W_K^T W_Q cancel in their sum (Fig. 11)",
                "Frobenius norm of the sum's off-diagonal part / mean of the heads' (per seed): "
                + ", ".join(f"{x:.3f}" for x in ratios) + "; off-diagonal / diagonal norm of head 1, head 2, "
