@@ -113,8 +113,9 @@ def test_an_undeclared_model_is_refused(tmp_path):
 
 def test_trained_on_uses_models_trained_elsewhere(tmp_path):
     """`icgd reproduce --trained-on cuda`: a model that finished under the cuda fingerprint is loaded, not
-    retrained here; one that did not trains on --device; results.json says which device trained each. (No GPU
-    here: the 'cuda' run directory is made by training on the CPU into the path a GPU run would use.)"""
+    retrained here; one that did not trains on --device; results.json says which device trained each, from the
+    run's summary. (No GPU here: the 'cuda' run directory is made by training on the CPU into the path a GPU run
+    would use, its summary then written as a GPU's.)"""
     from icgd.experiments.runner import run_experiment
     from icgd.train.config import config_fingerprint
     from icgd.train.runs import train_into
@@ -124,6 +125,9 @@ def test_trained_on_uses_models_trained_elsewhere(tmp_path):
     a = _pair_models(ctx)["pair-a"]
     gpu_run = cache / f"pair-a-{config_fingerprint(a, 'cuda')}"
     trained = train_into(gpu_run, a, "cpu").summary["seeds"][0]["final_eval_loss"]
+    summary = json.loads((gpu_run / "summary.json").read_text())  # as a GPU writes it: which device is read here
+    (gpu_run / "summary.json").write_text(json.dumps(summary | {"device": "cuda:0",
+                                                                "segments": [{"device": "cuda", "from_step": 0}]}))
     res = run_experiment("test-pair", tmp_path / "out", cache, quick=True, seeds=[0, 1], trained_on="cuda")
     assert res["trained_on"] == {"pair-a": "cuda", "pair-b": "cpu"}
     assert res["pair-a.final"] == trained

@@ -21,8 +21,9 @@ from icgd.train import (
     train,
 )
 from icgd.train.backends import backend, fused_ineligible, select
-from icgd.train.checkpoint import CheckpointError, load_checkpoint
+from icgd.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from icgd.train.data import TaskStream
+from icgd.train.engine import trained_on
 from icgd.train.models import init_params, trainable_names
 from icgd.train.rundir import RunDir
 
@@ -149,6 +150,46 @@ def test_resume_gives_exactly_the_uninterrupted_run(tmp_path):
     assert s_full["seeds"] == s_done["seeds"] and s_done["status"] == "completed"
     env = json.loads((tmp_path / "part" / "env.json").read_text())
     assert env["compute_path"] == s_done["compute_path"] in ("compiled", "fused")
+
+
+def _as_stopped_on_a_gpu(run: Path) -> None:
+    """Rewrite a CPU run's checkpoint as the CUDA graph step writes it (one device generator's state instead of
+    the CPU streams', no segments as before they existed) and its env.json as a GPU's."""
+    tensors, meta = load_checkpoint(run / "checkpoint.safetensors")
+    tensors = {k: v for k, v in tensors.items() if not k.startswith("rng.data.")}
+    meta.pop("segments")
+    save_checkpoint(run / "checkpoint.safetensors", tensors | {"rng.data.device": torch.Generator().get_state()}, meta)
+    env = json.loads((run / "env.json").read_text())
+    (run / "env.json").write_text(json.dumps(env | {"device": "cuda:0"}))
+
+
+def test_a_run_stopped_on_a_gpu_finishes_here_with_a_new_task_stream(tmp_path, capsys):
+    cfg = _cfg(steps=40)
+    full = train(cfg, tmp_path / "full")
+    assert full.summary["segments"] == [{"device": "cpu", "from_step": 0}] and trained_on(full.summary) == "cpu"
+    for name in ("a", "b"):
+        train(cfg, tmp_path / name, stop_after=17)
+        _as_stopped_on_a_gpu(tmp_path / name)
+    with pytest.raises(CheckpointError, match="--new-task-stream"):  # refused before anything is written
+        train(out=tmp_path / "a", resume=True)
+    a = train(out=tmp_path / "a", resume=True, new_stream=True)
+    assert main(["train", "--resume", str(tmp_path / "b"), "--new-task-stream", "--quiet"]) == 0
+    b = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert a.summary["status"] == "completed" and a.summary["steps"] == 40
+    assert a.summary["segments"] == b["segments"] == [{"device": "cuda", "from_step": 0},
+                                                     {"device": "cpu", "from_step": 17, "new_stream": True}]
+    assert trained_on(a.summary) == "cuda+cpu"
+    # the new stream is a function of the seeds and the step: two resumes agree; its tasks are not the old stream's
+    assert _metrics(tmp_path / "a") == _metrics(tmp_path / "b")
+    assert any(not torch.equal(a.params[k], full.params[k]) for k in full.params)
+    again, fresh = TaskStream(cfg, "cpu"), TaskStream(cfg, "cpu")
+    again.restart(17)
+    assert not torch.equal(again.next(17)[0], fresh.next(0)[0])  # not the first stream replayed from its start
+    capsys.readouterr()
+    assert main(["train", "lsa-1", "--new-task-stream"]) == 2  # without --resume
+    assert "--new-task-stream" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="checkpoint"):
+        train(cfg, tmp_path / "c", new_stream=True)
 
 
 def test_sigkill_then_resume_matches_uninterrupted(tmp_path):

@@ -110,10 +110,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         torch.set_num_threads(args.threads)
     device = _device(args.device)
+    if args.new_task_stream and not args.resume:
+        raise UsageError("--new-task-stream continues a checkpoint: use it with --resume DIR")
     if args.resume:
         if args.config or args.overrides:
             raise UsageError("--resume continues a run with its own config.yaml: give no CONFIG or overrides")
-        result = engine.train(out=args.resume, device=device, resume=True, quiet=args.quiet)
+        result = engine.train(out=args.resume, device=device, resume=True, quiet=args.quiet,
+                              new_stream=args.new_task_stream)
     else:
         if not args.config:
             raise UsageError("give a CONFIG (a YAML file or a preset) or --resume DIR")
@@ -367,6 +370,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("overrides", nargs="*", help="key=value overrides, dotted keys (optim.lr=5e-4, seeds=[0,1])")
     t.add_argument("--out", help="run directory (default runs/<name>); must not exist or be empty")
     t.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its last checkpoint")
+    t.add_argument("--new-task-stream", action="store_true",
+                   help="with --resume: continue a checkpoint whose task stream this device cannot continue (a "
+                        "run stopped in a GPU's graph step, finished on the CPU): tasks from a stream seeded anew "
+                        "from the step on; summary.json's segments record it (not a bit-for-bit rerun)")
     t.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     t.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -18,7 +18,7 @@ from icgd.core.io import atomic_path, write_json
 from icgd.core.profiling import section
 from icgd.core.seeds import check_seeds, study_seeds
 from icgd.train.config import TrainConfig, config_fingerprint
-from icgd.train.engine import TrainResult
+from icgd.train.engine import TrainResult, trained_on
 from icgd.train.runs import completed, load_run, run_lock, train_into
 
 
@@ -130,7 +130,7 @@ class ExperimentContext:
             else:
                 with section("train steps", config.name):
                     result = self._train_to(run, config)
-        self._note_trained_on(label, config, run)
+        self._note_trained_on(label, result.summary)
         return result
 
     def train_tracked(self, label: str, config: TrainConfig, every: int,
@@ -144,14 +144,14 @@ class ExperimentContext:
         run = self._checked_run_dir(label, config)
         with run_lock(run):
             out = self._tracked(run, config, every, measure)
-        self._note_trained_on(label, config, run)
+        self._note_trained_on(label, out[0].summary)
         return out
 
-    def _note_trained_on(self, label: str, config: TrainConfig, run: Path) -> None:
-        """With `trained_on`: record in results.json which device type trained the model `label` used."""
+    def _note_trained_on(self, label: str, summary: dict[str, Any]) -> None:
+        """With `trained_on`: record in results.json which device types trained the model `label` used, from
+        its run's summary ("cuda", or "cuda+cpu" for a run stopped on a GPU and finished here)."""
         if self.trained_on is not None:
-            where = self.trained_on if run != self._own_run_dir(label, config) else self.device
-            self.results.setdefault("trained_on", {})[label] = where.split(":")[0]
+            self.results.setdefault("trained_on", {})[label] = trained_on(summary)
 
     def _tracked(self, run: Path, config: TrainConfig, every: int,
                  measure: Callable[[TrainResult], dict[str, float]]) -> tuple[TrainResult, list[dict[str, Any]]]:

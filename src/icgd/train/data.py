@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import torch
 from torch import Tensor
 
@@ -25,6 +27,7 @@ class TaskStream:
             seeds = [config.data_seed]
         else:
             seeds = [config.data_seed * 1_000_003 + s for s in config.seeds]
+        self.seeds = seeds
         self.generators = [make_generator(s) for s in seeds]
         self.fixed: list[Episodes] | None = None
         if config.train_set_size is not None:
@@ -57,6 +60,19 @@ class TaskStream:
             from icgd.train.checkpoint import CheckpointError
 
             raise CheckpointError("the checkpoint was written by the CUDA graph step (tasks drawn on the device): "
-                                  "resume it on a CUDA device")
+                                  "resume it on a CUDA device, or here with a new task stream (icgd train "
+                                  "--resume DIR --new-task-stream)")
         for i, g in enumerate(self.generators):
             g.set_state(tensors[f"rng.data.{i}"].to("cpu", torch.uint8))
+
+    def restart(self, step: int) -> None:
+        """Draw the tasks from optimisation step `step` on from generators seeded anew from each stream's seed
+        and `step` (`restart_seed`): for a checkpoint whose stream this device cannot continue."""
+        for g, s in zip(self.generators, self.seeds):
+            g.manual_seed(restart_seed(s, step))
+
+
+def restart_seed(seed: int, step: int) -> int:
+    """The seed of a task stream restarted at `step` (`train(new_stream=True)`): a hash, so that it collides
+    with no stream's first seed (data_seed, or data_seed * 1_000_003 + seed)."""
+    return int.from_bytes(hashlib.sha256(f"icgd task stream {seed} restarted at {step}".encode()).digest()[:7], "big")

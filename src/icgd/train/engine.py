@@ -99,7 +99,8 @@ class Stepper:
         if no_graph is None and graph is not False:
             self.graph_step = graphed.GraphStep(config, self.params, self.names, self.backend, self.device)
             self.opt: Adam | graphed.StaticAdam = self.graph_step.opt
-            self.stream: TaskStream | graphed.DeviceStream = graphed.DeviceStream(self.graph_step.generator)
+            self.stream: TaskStream | graphed.DeviceStream = graphed.DeviceStream(
+                self.graph_step.generator, config.data_seed)
             self.step_path = "CUDA graph (sampling, losses, gradients, clipping and Adam replayed as one graph)"
         else:
             self.opt = Adam(self.params, self.names, config.optim, config.steps)
@@ -172,10 +173,16 @@ def environment(device: torch.device, config: TrainConfig, backend: Any = None) 
 
 
 def train(config: TrainConfig | None = None, out: str | Path | None = None, device: str | torch.device = "cpu",
-          resume: bool = False, quiet: bool = True, stop_after: int | None = None) -> TrainResult:
+          resume: bool = False, quiet: bool = True, stop_after: int | None = None,
+          new_stream: bool = False) -> TrainResult:
     """Train `config` into run directory `out` (or continue the run in `out` with resume=True).
 
     stop_after: stop (with a checkpoint) once this many total steps are done, as an interrupted run.
+    new_stream (with resume): continue a checkpoint whose task stream this device cannot continue (the CUDA
+    graph step's device generator on the CPU, or CPU streams in the graph step), drawing the tasks from the
+    checkpoint's step on from a stream seeded anew (`TaskStream.restart`). The result is then not the
+    uninterrupted run's; the summary's "segments" (kept across resumes) say on which device each stretch of
+    steps ran and where the stream was restarted.
     Raises TrainingDiverged on a non-finite loss, TrainingInterrupted on SIGINT/SIGTERM (after saving).
     """
     device = torch.device(device)
@@ -183,18 +190,24 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
         raise ValueError(f"device {device}: CUDA is not available")
     keep_freed_memory()
     ckpt: tuple[dict[str, Tensor], dict] | None = None
+    if new_stream and not (resume and out is not None and RunDir.open(out).checkpoint.is_file()):
+        raise ValueError("a new task stream continues a checkpoint: use it to resume a run that has one")
+    earlier = "cpu"  # the device type of the run's steps so far (env.json), for a checkpoint without segments
     if resume:  # validate everything before writing anything
         run = RunDir.open(out)
         config = build_config(run.read_config())
         if run.checkpoint.is_file():
             ckpt = load_checkpoint(run.checkpoint, device)
             _check_meta(ckpt[1], config, run.checkpoint)
+            earlier = torch.device(run.read_env().get("device", "cpu")).type
     else:
         if config is None:
             raise ValueError("a config is needed to start a run")
         run = RunDir.create(out if out is not None else Path("runs") / config.name)
         run.write_config(dump_config(config))
     stepper = Stepper(config, device)
+    if ckpt is not None and not new_stream:  # before anything is written: a stream this device cannot continue
+        stepper.stream.load_state(ckpt[0])
     run.write_env(environment(device, config, stepper.backend) | {"step_path": stepper.step_path})
     if not quiet:
         print(f"backend: {stepper.backend.describe()}; step: {stepper.step_path}", file=sys.stderr)
@@ -214,6 +227,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
 
     n_seeds = len(config.seeds)
     step, rows = 0, []
+    segments: list[dict[str, Any]] = [{"device": device.type, "from_step": 0}]
     acc = torch.zeros(n_seeds, dtype=torch.float64, device=device)
     acc_n = 0
     if ckpt is not None:
@@ -222,8 +236,12 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
             for k in params:
                 params[k].copy_(tensors[f"param.{k}"])
         opt.load_state(tensors, meta["optim_t"])
-        stream.load_state(tensors)
         step, rows = meta["step"], meta["rows"]
+        if new_stream:
+            stream.restart(step)
+        segments = meta.get("segments") or [{"device": earlier, "from_step": 0}]
+        if new_stream or segments[-1]["device"] != device.type:
+            segments.append({"device": device.type, "from_step": step, "new_stream": new_stream})
         acc = torch.tensor(meta["acc"], dtype=torch.float64, device=device)
         acc_n = meta["acc_n"]
     run.write_metrics(rows)
@@ -233,7 +251,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
 
     def checkpoint() -> None:
         meta = {"step": step, "optim_t": opt.t, "rows": rows, "acc": acc.tolist(), "acc_n": acc_n,
-                "seeds": config.seeds, "config_name": config.name, "icgd": __version__}
+                "seeds": config.seeds, "config_name": config.name, "icgd": __version__, "segments": segments}
         tensors = {f"param.{k}": v for k, v in params.items()} | opt.state() | stream.state()
         save_checkpoint(run.checkpoint, tensors, meta)
         saved_step[0] = step
@@ -296,12 +314,23 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
                 signal.signal(sig, h)
         elapsed = time.perf_counter() - t0
         summary = _summary(config, rows, reference, step, status, elapsed, step - step0, stepper.backend, device) \
-            | {"step_path": stepper.step_path}
+            | {"step_path": stepper.step_path, "segments": segments}
         run.write_summary(summary)
     if flag:
         raise TrainingInterrupted(f"interrupted by signal {flag['sig']} at step {step}; checkpoint saved in "
                                   f"{run.path} (continue with: icgd train --resume {run.path})")
     return TrainResult(run.path, summary, config, {k: v.detach() for k, v in params.items()})
+
+
+def trained_on(summary: dict[str, Any]) -> str:
+    """The device types that trained a run, in order ("cuda", or "cuda+cpu" for a run stopped on a GPU and
+    finished on the CPU), from its summary's segments (older summaries: their "device")."""
+    kinds: list[str] = []
+    for seg in summary.get("segments") or [{"device": str(summary.get("device", "cpu"))}]:
+        kind = torch.device(seg["device"]).type
+        if not kinds or kinds[-1] != kind:
+            kinds.append(kind)
+    return "+".join(kinds)
 
 
 def _in_main_thread() -> bool:

@@ -29,6 +29,7 @@ from torch import Tensor
 from icgd.train.backends import Backend
 from icgd.train.checkpoint import CheckpointError
 from icgd.train.config import DTYPES, TrainConfig
+from icgd.train.data import restart_seed
 from icgd.train.kinds import model_kind
 from icgd.train.optim import clip_per_seed, lr_factor
 
@@ -184,8 +185,8 @@ class DeviceStream:
     """The graph step's batches as `Stepper.stream` shows them to a run's checkpoint: the state of the one
     device generator they are drawn from."""
 
-    def __init__(self, generator: torch.Generator) -> None:
-        self.generator = generator
+    def __init__(self, generator: torch.Generator, seed: int) -> None:
+        self.generator, self.seed = generator, seed
 
     def state(self) -> dict[str, Tensor]:
         return {"rng.data.device": self.generator.get_state()}
@@ -193,5 +194,9 @@ class DeviceStream:
     def load_state(self, tensors: dict[str, Tensor]) -> None:
         if "rng.data.device" not in tensors:
             raise CheckpointError("the checkpoint was written by the eager step (CPU task streams): resume it "
-                                  "with ICGD_CUDA_GRAPH=0")
+                                  "with ICGD_CUDA_GRAPH=0, or with a new task stream (--new-task-stream)")
         self.generator.set_state(tensors["rng.data.device"].to("cpu", torch.uint8))
+
+    def restart(self, step: int) -> None:
+        """As `TaskStream.restart`: the device generator seeded anew from the data seed and `step`."""
+        self.generator.manual_seed(restart_seed(self.seed, step))

@@ -73,6 +73,14 @@ class RunDir:
     def write_env(self, env: dict[str, Any]) -> None:
         write_json(self.env, env)
 
+    def read_env(self) -> dict[str, Any]:
+        """env.json ({} where there is none or it cannot be read)."""
+        try:
+            env = json.loads(self.env.read_text())
+        except (OSError, json.JSONDecodeError):
+            return {}
+        return env if isinstance(env, dict) else {}
+
     def write_reference(self, learner: dict[str, Any]) -> None:
         write_json(self.reference, learner)
 
