@@ -62,7 +62,7 @@ def _models(ctx: ExperimentContext) -> dict[str, Any]:
           "of key-value pairs: the premise (vanilla far above a context value guessed without reading the key), "
           "then momentum minus vanilla accuracy with a bootstrap interval (Table 7's claim where small models "
           "learn in context)", SOURCE, quick_minutes=11,
-          full_minutes=100, models=_models, deviations=(
+          full_minutes=240, models=_models, deviations=(
               "a synthetic task instead of the source's classification data sets (Table 7). Reason: at the "
               "size that trains on 2 CPU cores the byte-level LMs do not learn those in context (dai-momentum), "
               "so a comparison there means nothing; associative recall is the standard probe where small "
