@@ -219,11 +219,16 @@ def test_graph_step_draws_one_batch_per_step_on_its_generator():
     shared = GraphStep(_config(data="shared"), params, trainable_names(cfg), select(cfg, "cpu"), torch.device("cpu"))
     assert shared.batch()[0].shape == (32, 6, 3)
     # the generator's state is what a checkpoint keeps, and restoring it draws the same batch again
-    stream = DeviceStream(gs.generator)
+    stream = DeviceStream(gs.generator, cfg.data_seed)
     state = stream.state()
     first = gs.batch()[0]
     stream.load_state(state)
     assert torch.equal(gs.batch()[0], first)
+    # a restarted stream (--new-task-stream) is a function of the data seed and the step, and not the old one
+    stream.restart(5)
+    again = gs.batch()[0]
+    stream.restart(5)
+    assert torch.equal(gs.batch()[0], again) and not torch.equal(again, first)
 
 
 def test_which_configs_the_graph_step_takes(monkeypatch):
@@ -250,7 +255,7 @@ def test_checkpoints_of_the_two_steps_are_told_apart():
     with pytest.raises(CheckpointError, match="CUDA graph step"):
         TaskStream(cfg, "cpu").load_state({"rng.data.device": torch.Generator().get_state()})
     with pytest.raises(CheckpointError, match="eager step"):
-        DeviceStream(torch.Generator()).load_state(TaskStream(cfg, "cpu").state())
+        DeviceStream(torch.Generator(), cfg.data_seed).load_state(TaskStream(cfg, "cpu").state())
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
