@@ -190,6 +190,9 @@ def test_a_run_stopped_on_a_gpu_finishes_here_with_a_new_task_stream(tmp_path, c
     assert "--new-task-stream" in capsys.readouterr().err
     with pytest.raises(ValueError, match="checkpoint"):
         train(cfg, tmp_path / "c", new_stream=True)
+    RunDir.create(tmp_path / "d").write_config((tmp_path / "a" / "config.yaml").read_text())
+    with pytest.raises(ValueError, match="continues a checkpoint"):  # a run with no checkpoint yet
+        train(out=tmp_path / "d", resume=True, new_stream=True)
 
 
 def test_sigkill_then_resume_matches_uninterrupted(tmp_path):

@@ -190,8 +190,9 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
         raise ValueError(f"device {device}: CUDA is not available")
     keep_freed_memory()
     ckpt: tuple[dict[str, Tensor], dict] | None = None
-    if new_stream and not (resume and out is not None and RunDir.open(out).checkpoint.is_file()):
-        raise ValueError("a new task stream continues a checkpoint: use it to resume a run that has one")
+    no_checkpoint = "a new task stream continues a checkpoint: use it to resume a run that has one"
+    if new_stream and not resume:
+        raise ValueError(no_checkpoint)
     earlier = "cpu"  # the device type of the run's steps so far (env.json), for a checkpoint without segments
     if resume:  # validate everything before writing anything
         run = RunDir.open(out)
@@ -200,6 +201,8 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
             ckpt = load_checkpoint(run.checkpoint, device)
             _check_meta(ckpt[1], config, run.checkpoint)
             earlier = torch.device(run.read_env().get("device", "cpu")).type
+        elif new_stream:
+            raise ValueError(no_checkpoint)
     else:
         if config is None:
             raise ValueError("a config is needed to start a run")
