@@ -14,7 +14,7 @@ item's class drawn among 4, as `BurstyFewShot`). The layouts of the training seq
 - `mix-iid`: half `bursty`, half 8 distinct classes once each (Chan et al.'s non-bursty sequences);
 - `warm`: `blocks` at one shot for the first half of the steps, then `bursty` (momentum-fewshot's warm start).
 
-This is a script for the docs' probe table (docs/sources/dai.md), not the library: it draws its own batches so
+This is a script for the docs' probe table (docs/sources/momentum.md), not the library: it draws its own batches so
 that it can mix layouts within a batch, which `TrainConfig` does not do.
 """
 

@@ -14,7 +14,7 @@ context's items (which may be other exemplars of it) and copy the label that fol
 With `order="blocks"` the context is instead `shots` blocks, each the `ways` classes once in a random order:
 with one shot no class repeats (the non-bursty sequences of a warm start, `TrainConfig.warm_start`: the
 vanilla LMs of issue 36 never leave the guess's plateau on the bursty ones from scratch, and learn them at
-once after the non-bursty ones, docs/sources/dai.md).
+once after the non-bursty ones, docs/sources/momentum.md).
 
 As a next-token task the inputs are the sequence but its last token (T = 2 * ways * shots + 1) and the
 targets the tokens after them; the scored positions are the items whose class has already occurred in the

@@ -10,7 +10,7 @@ give it, and the query item is a random exemplar of its class, not necessarily o
 A warm start (`WARM_SHARE` of the steps) on non-bursty sequences of the same classes (each class once,
 `order="blocks"`, one shot) comes first. Why: trained on the bursty sequences alone, the vanilla model never
 left the plateau of a guess among the context's labels (quick mode, 3 seeds, at 2000 and 6000 steps, and in
-every probe of docs/sources/dai.md), while the same model learns the non-bursty sequences, and after them
+every probe of docs/sources/momentum.md), while the same model learns the non-bursty sequences, and after them
 the bursty ones at once (`examples/bursty_probes.py warm --steps 3000`: query accuracy 0.988). Without it
 the premise fails and the comparison would be between a model that learns in context and one that does
 not. Full mode also trains both models without it (`SCRATCH`) and reports which leave the plateau.
@@ -36,7 +36,7 @@ from icgd.experiments.registry import ExperimentContext, register
 SHOTS = {"smoke": (1,), "quick": (2,), "full": (1, 2, 4)}
 WAYS = 4
 #: classes, exemplars per class, labels: one exemplar per class (a symbol is its class), the easiest version;
-#: without the warm start none that we tried learnt the task within the quick budget (docs/sources/dai.md)
+#: without the warm start none that we tried learnt the task within the quick budget (docs/sources/momentum.md)
 TASK = {"smoke": (8, 1, 4), "quick": (64, 1, 16), "full": (64, 1, 16)}
 STEPS = Size(quick=3000, full=10_000, smoke=6)
 #: the share of the steps on the warm-up's non-bursty sequences: in the probes the vanilla model learnt them
