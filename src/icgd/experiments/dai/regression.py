@@ -70,7 +70,7 @@ def _models(ctx: ExperimentContext) -> dict[str, Any]:
 @register("momentum-regression", "vanilla vs momentum attention on in-context linear regression (2-layer, 2-head "
           "causal softmax stacks, Dx = 10, several N): the premise (vanilla well below the zero predictor), then "
           "momentum against vanilla relative loss with a bootstrap interval, beside one tuned GD step",
-          SOURCE, quick_minutes=9, full_minutes=120, models=_models, deviations=(
+          SOURCE, quick_minutes=9, full_minutes=150, models=_models, deviations=(
               "a synthetic task instead of the source's classification data sets (Table 7). Reason: the "
               "question is whether momentum helps where the model learns in context; here it does, and GD at "
               "the same N says how well.",
