@@ -151,6 +151,15 @@ def _icl_values(r) -> dict[str, float]:
             for k in ("zsl_vanilla", "icl_vanilla", "icl_momentum")}
 
 
+def _keeps_icl(r) -> float:
+    """The weak check, read only on the data sets where the premise holds (`premise-lm-icl`)."""
+    e = r[MOM]
+    if not e[X.ICL_KEPT]:
+        raise PremiseNotMet(f"no data set of {MOM} where the premise holds: the vanilla LM does not learn in "
+                            "context, so there is no ICL for momentum to hurt")
+    return min(e[X.ICL_DIFFERENCE_UPPER95_AT.format(d=d)] for d in e[X.ICL_KEPT])
+
+
 _recall_replicates = _replicates_of(REC, X.RECALL_KEPT, X.RECALL_BOOTSTRAP)
 _recall_difference = _difference_of(REC, X.RECALL_KEPT, X.RECALL_DIFFERENCE, X.RECALL_AT_CEILING)
 _recall_values = _values_of(REC, X.RECALL_SETTINGS, X.RECALL_SETTING, "guess")
@@ -223,9 +232,10 @@ def momentum() -> list[Claim]:
               "any margin counts, the interval over seeds and sequences decides whether it is more than noise",
               replicates=_fewshot_replicates, values=_fewshot_values),
         Claim("momentum-keeps-icl", "ICL accuracy, momentum minus vanilla: upper end of its 95% interval, worst "
-              "data set (pooled over seeds)", "Table 7", MOM, lambda r: r[MOM][X.ICL_WORST_DIFFERENCE_UPPER95], ">",
-              0.0, "kept beside the source's claim (momentum-improves-lm-icl), which it does not replace: "
-              "'momentum does not hurt ICL', not significantly worse on any data set, whether or not the premise "
-              "holds. The source's claim on tasks where these models do learn in context: "
-              "momentum-improves-recall, -regression, -fewshot"),
+              "data set where the premise holds (pooled over seeds)", "Table 7", MOM, _keeps_icl, ">", 0.0,
+              "kept beside the source's claim (momentum-improves-lm-icl), which it does not replace: "
+              "'momentum does not hurt ICL', not significantly worse on any data set where the vanilla LM learns "
+              "in context (where it learns on none, there is no ICL to hurt and nothing is claimed). The "
+              "source's claim on tasks where these models do learn in context: momentum-improves-recall, "
+              "-regression, -fewshot"),
     ]

@@ -203,7 +203,7 @@ def _weak_icl_results(ctx: ExperimentContext, icl) -> None:
         a_m = float(g[g.model == "momentum"].accuracy.mean())
         a_v = float(g[g.model == "vanilla"].accuracy.mean())
         se = float(np.sqrt(a_m * (1 - a_m) / n + a_v * (1 - a_v) / n))
-        ctx.result(f"{d}.icl_difference_upper95", a_m - a_v + 1.96 * se)
+        ctx.result(X.ICL_DIFFERENCE_UPPER95_AT.format(d=d), a_m - a_v + 1.96 * se)
         ctx.result(f"{d}.k_mean", float(g.k.mean()))
         bounds.append(a_m - a_v + 1.96 * se)
     ctx.result(X.ICL_WORST_DIFFERENCE_UPPER95, float(min(bounds)))
