@@ -6,7 +6,8 @@
 #   CPU: the models matching CPU_MATCH (default: none) on the same machine's cores, CPU_WORKERS x CPU_THREADS (default 1 with MPS, else 2),
 #        cached under the CPU fingerprint, so they resume or are used on any CPU machine.
 # At BUDGET_S seconds from the start (default 450) every worker checkpoints and stops. Writes to $OUT: log.txt, gpu.json and
-# cpu.json (one record per model: status, steps, seed-steps/s, path), cache.tar.gz (the cache, weights included).
+# cpu.json (one record per model: status, steps, seed-steps/s, path), cache.tar.gz (the cache, weights included;
+# in 15 MiB parts cache.tar.gz.part-aa, -ab, ... when larger).
 # Usage: bash benchmarks/gpu_train.sh oswald-depth   (icgd importable: pip install -e . or PYTHONPATH=src)
 # Dry run without a GPU: DEVICE=cpu BUDGET_S=20 bash benchmarks/gpu_train.sh oswald-depth
 set -u
@@ -48,5 +49,9 @@ wait $gpu
 pkill -P $monitor 2>/dev/null; kill $monitor 2>/dev/null  # its sleep too: it holds the output open
 [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo quit | nvidia-cuda-mps-control
 tar czf "$out/cache.tar.gz" -C "$work" --exclude=.locks _train
+# a call brings back files of at most 16 MiB: a larger cache comes back in parts (cat cache.tar.gz.part-* > cache.tar.gz)
+if [ "$(stat -c %s "$out/cache.tar.gz")" -gt $((15 * 1024 * 1024)) ]; then
+  split -b 15M "$out/cache.tar.gz" "$out/cache.tar.gz.part-" && rm "$out/cache.tar.gz"
+fi
 ls -la "$out"
 echo "done at ${SECONDS}s"
