@@ -140,7 +140,7 @@ def test_momentum_suite_measures_every_claim(text_task, tmp_path):
     assert "premise" in by_id["momentum-improves-fewshot"]["note"]
     assert by_id["premise-lm-icl"]["verdict"] in ("FAIL", "inconclusive")
     assert "premise" in by_id["momentum-improves-lm-icl"]["note"]
-    if not by_id["premise-lm-icl"]["verdict"] == "PASS":  # no ICL to hurt: the weak check claims nothing either
+    if by_id["premise-lm-icl"]["verdict"] != "PASS":  # no ICL to hurt: the weak check claims nothing either
         assert by_id["momentum-keeps-icl"]["verdict"] == "untested"
         assert "premise" in by_id["momentum-keeps-icl"]["note"]
     run = tmp_path / "dai-momentum"
