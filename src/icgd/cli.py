@@ -413,7 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "excepted)")
     v.add_argument("--workers", type=_count, default=1,
                    help="train the suite's models this many at a time, side by side, before the experiments run "
-                        "(same results; on Ray when it is installed; default 1: one after another)")
+                        "(the same verdicts; fewer threads each can change the last bits of a model: docs/concepts/"
+                        "experiments.md; on Ray when it is installed; default 1: one after another)")
     v.add_argument("--address", default=None,
                    help="train them on this Ray cluster ('auto', or host:6379; docs/sweeps.md) instead")
     v.set_defaults(func=cmd_verify)

@@ -4,9 +4,11 @@ Experiments declare the models they train (`register(models=...)`). With N worke
 every declared model that is not cached yet, N at a time as Ray jobs (`icgd.scale.distributed`: a local runtime,
 or a cluster with `--address`) or, without Ray installed, in a local process pool, with cores / N torch
 threads each, longest first; the experiments then run one after another as before and load those models from the
-cache. Each model trains into the same run directory, with the same config and seeds, as a serial run: the
-weights are bit-for-bit those of a serial run (training does not depend on the thread count; tested), so
-every result is the same. It pays where one training's small per-task products scale poorly over threads
+cache. Each model trains into the same run directory, with the same config and seeds, as a serial run, on
+fewer threads: a stack's weights are bit-for-bit a serial run's (tested), but torch kernels that split their
+sums over the threads can change a model's last bits (the causal LM on bursty sequences; measured on a whole
+suite in docs/concepts/experiments.md: the same verdicts, numbers equal to about 1e-7 but for items at a
+decision boundary). It pays where one training's small per-task products scale poorly over threads
 and hurts where they scale well: on the 2-core machine two 1-thread trainings side by side did 1.37x the
 work of one 2-thread training for a 2-layer LSA and 0.78x for the 5-layer one
 (`benchmarks/side_by_side.py`, README). A model whose training fails is reported, and trained again by
