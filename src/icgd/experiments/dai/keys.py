@@ -33,10 +33,9 @@ ICL_KEPT = "icl.kept"
 ICL_PREMISE = "icl.premise"
 ICL_DIFFERENCE = "icl.difference"
 ICL_BOOTSTRAP = "icl.bootstrap"
-#: the weaker claim kept beside the source's: the worst data set's upper 95% bound of momentum's ICL accuracy
-#: minus vanilla's (pooled over seeds)
-ICL_WORST_DIFFERENCE_UPPER95 = "icl.worst_difference_upper95"
-#: the same bound per data set d (claim momentum-keeps-icl reads it on the data sets where the premise holds)
+#: the weaker claim kept beside the source's: per data set d, the upper 95% bound of momentum's ICL accuracy
+#: minus vanilla's (pooled over seeds); claim momentum-keeps-icl takes the worst over the data sets where the
+#: premise holds (the worst over all of them, "icl.worst_difference_upper95", is no longer written)
 ICL_DIFFERENCE_UPPER95_AT = "{d}.icl_difference_upper95"
 #: momentum-recall, momentum-regression and momentum-fewshot (`paired.summarize`): per setting n
 #: ("recall{n}.{key}", "regression{n}.{key}", "fewshot{n}.{key}": vanilla, momentum, their per-seed lists, difference (momentum better: above 0),

@@ -196,8 +196,8 @@ def _icl_results(ctx: ExperimentContext, correct: dict[tuple[str, str, str], np.
 
 def _weak_icl_results(ctx: ExperimentContext, icl) -> None:
     """The weaker claim kept beside the source's: momentum's ICL accuracy not significantly below vanilla's
-    on any data set (the upper end of a normal 95% interval of the difference, pooled over seeds)."""
-    bounds = []
+    on a data set where the premise holds (the upper end of a normal 95% interval of the difference, pooled
+    over seeds), one bound per data set; the claim takes the worst of those the premise keeps."""
     for d, g in icl[icl.setting == "icl"].groupby("dataset"):
         n = len(g.seed.unique()) * size(ctx, ICL_QUERIES)
         a_m = float(g[g.model == "momentum"].accuracy.mean())
@@ -205,8 +205,6 @@ def _weak_icl_results(ctx: ExperimentContext, icl) -> None:
         se = float(np.sqrt(a_m * (1 - a_m) / n + a_v * (1 - a_v) / n))
         ctx.result(X.ICL_DIFFERENCE_UPPER95_AT.format(d=d), a_m - a_v + 1.96 * se)
         ctx.result(f"{d}.k_mean", float(g.k.mean()))
-        bounds.append(a_m - a_v + 1.96 * se)
-    ctx.result(X.ICL_WORST_DIFFERENCE_UPPER95, float(min(bounds)))
 
 
 def _momentum_figure(ctx: ExperimentContext, runs, ppl, lengths) -> None:
