@@ -1,6 +1,6 @@
 #!/bin/bash
-# The device checks of issue 37, in one run on a CUDA machine (docs/concepts/training.md, "The CUDA graph step"):
-#   1. the CUDA graph step's capture test (tests/test_graphed.py, skipped without CUDA elsewhere);
+# The device checks, in one run on a CUDA machine (docs/concepts/training.md, "The CUDA graph step"):
+#   1. the CUDA graph step's capture test (tests/unit/test_graphed.py, skipped without CUDA elsewhere);
 #   2. side-by-side speed: the graph step, the eager step and the same math in JAX (where importable), 1 and 8
 #      seeds, the three workloads (train_speed.json);
 #   3. the full linear suite (`icgd verify oswald`, full mode) on the GPU, its models trained side by side
@@ -17,7 +17,7 @@ steps="${STEPS:-1000}"
 work=/tmp/gpu-check; rm -rf "$work"; mkdir -p "$out" "$work"
 export XLA_PYTHON_CLIENT_PREALLOCATE=false  # JAX takes memory as it needs it, beside torch
 python -c "import torch; print(torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA')" | tee "$out/device.txt"
-timeout 120 python -m pytest -q -x tests/test_graphed.py -p no:cacheprovider > "$work/test_graphed.txt" 2>&1
+timeout 120 python -m pytest -q -x tests/unit/test_graphed.py -p no:cacheprovider > "$work/test_graphed.txt" 2>&1
 rc=$?; tail -15 "$work/test_graphed.txt" | tee -a "$out/device.txt"; echo "test_graphed rc=$rc" | tee -a "$out/device.txt"
 [ "$rc" = 0 ] || export ICGD_CUDA_GRAPH=0
 timeout 240 python benchmarks/train_speed.py --device "$device" --seeds 1,8 --steps "$steps" --naive-steps 3 --json \

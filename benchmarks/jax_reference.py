@@ -6,7 +6,7 @@ math is icgd's stack (`icgd.nn.stack`: tokens [x; y] with the queries' y = 0, ke
 tokens, E <- clip(E + sum_h W_O^h (kernel(Q, K) V)^h) per layer, prediction -E[query, y]), its loss
 (0.5 ||y_hat - y||^2, mean over tasks), per-seed clipping of the global gradient norm and Adam, as
 `torch.optim.Adam` computes it. `losses` takes icgd's own weights (`params_from_icgd`) and batch, so
-tests/test_benchmark.py checks that it computes icgd's numbers.
+tests/integration/test_benchmark.py checks that it computes icgd's numbers.
 """
 
 from __future__ import annotations

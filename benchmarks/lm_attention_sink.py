@@ -1,4 +1,4 @@
-"""Where the attention sink sits in source 003's prompts, with and without a BOS token (issue 34, item 5).
+"""Where the attention sink sits in source 003's prompts, with and without a BOS token.
 
 For Q zero-shot (ZSL) and in-context (ICL, k demonstrations of seed 0) prompts of a task, the analysed token's
 attention weights (softmax of its recorded pre-softmax scores, `icgd.lm.record`) are averaged over heads,
@@ -28,7 +28,6 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     from icgd.data.text import load_task
-    from icgd.lm.compare import demonstrations
     from icgd.lm.icl import build_prefix, label_ids, query_ids, score, start_ids
     from icgd.lm.models import load_lm
 
@@ -39,7 +38,7 @@ def main() -> None:
     rows = []
     for start in ("bos", "tokenizer"):
         first = start_ids(lm, start)
-        prefixes = {"ZSL": first, "ICL": build_prefix(lm, task, demonstrations(task, args.k, 0), start).ids}
+        prefixes = {"ZSL": first, "ICL": build_prefix(lm, task, task.demonstrations(args.k, 0), start).ids}
         for setting, prefix in prefixes.items():
             # every sequence whole, no prefix: the recorded per-head scores then reach every position
             s = score(lm, [], [prefix + q for q in queries], labels, use_cache=False, record=True)

@@ -1,7 +1,8 @@
 """ICL evaluation speed with and without the demonstration prefix's key/value cache, and the time of one
 key/value finetuning pass (source 003).
 
-k demonstrations of a task (default BBC News topics, drawn by `--seed` as `icgd.lm.compare` draws them),
+k demonstrations of a task (default BBC News topics, drawn by `--seed` as the ICL-vs-finetuning study draws
+them: `TextTask.demonstrations`),
 Q test queries, the task's single-token labels; the same queries are scored twice, with the prefix cache
 (`use_cache=True`: the prefix runs once) and without (every query runs whole from the first token, the
 prefix forward included in the cached time), and the label log-probabilities compared. Then FT: one epoch
@@ -36,7 +37,6 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     from icgd.data.text import load_task
-    from icgd.lm.compare import demonstrations
     from icgd.lm.finetune import KVSnapshot, finetune_kv
     from icgd.lm.icl import (
         build_prefix,
@@ -52,7 +52,7 @@ def main() -> None:
     t0 = time.perf_counter()
     lm = load_lm(args.model)
     load_s = time.perf_counter() - t0
-    demos = demonstrations(task, args.k, args.seed)
+    demos = task.demonstrations(args.k, args.seed)
     test = task.split("test")[:args.queries]
     prefix = build_prefix(lm, task, demos)
     queries, labels = query_ids(lm, task, test), label_ids(lm, task)

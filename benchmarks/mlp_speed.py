@@ -10,7 +10,7 @@ For each of the study's two models (the Trained TF `sine-code-lsa` and the GD co
 - gflop_per_step: the step's floating-point work, counted by torch.utils.flop_counter on the step itself;
 - matmul_gflops: the machine's large float32 matmul rate in the same run, so that
   bound_ms = gflop_per_step / matmul_gflops is the step at the machine's matmul speed, and x_bound =
-  ms_per_step / bound_ms how far above that the step is (issue 37 asks for <= 3);
+  ms_per_step / bound_ms how far above that the step is (the target is <= 3);
 - train_minutes: the study's training alone at this rate (steps of the mode x ms_per_step).
 """
 

@@ -1,4 +1,4 @@
-"""Train the declared full-mode models of experiments within a time budget, on a lent GPU machine or any other:
+"""Train the declared full-mode models of experiments within a time budget, on a GPU machine or any other:
 
     python benchmarks/train_declared.py oswald-depth --device cuda --cache DIR --budget 450 --workers 3 \\
         [--match REGEX] [--exclude REGEX] [--threads 1] [--json FILE]
@@ -16,7 +16,7 @@ status (completed, interrupted, failed, not started), steps reached of total, se
 and the training path (backend, CUDA graph or eager step) from the run's summary.json.
 
 Why a script of its own and not `icgd verify --workers`: that trains every model to the end before the
-experiment runs; a lent GPU gives minutes (docs/reproduce.md), so this one stops on time and keeps what it
+experiment runs; a GPU machine may be had for minutes (docs/reproduce.md), so this one stops on time and keeps what it
 trained.
 """
 

@@ -1,4 +1,4 @@
-"""Probes of why the vanilla causal LM does not learn bursty few-shot classification from scratch (issue 36).
+"""Probes of why the vanilla causal LM does not learn bursty few-shot classification from scratch.
 
     python examples/bursty_probes.py LAYOUT [--steps 2000] [--batch 64] [--shots 2] [--heads 2] [--layers 2]
 

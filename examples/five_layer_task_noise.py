@@ -1,4 +1,4 @@
-"""How much of oswald-deep's `five-matches-gdpp-loss` is the sample of held-out tasks (issue 33)?
+"""How much of oswald-deep's `five-matches-gdpp-loss` is the sample of held-out tasks?
 
     python examples/five_layer_task_noise.py RUN_DIR RESULTS_JSON [--seed 0] [--tasks 10000]
 

@@ -10,7 +10,6 @@ from typing import Any, Sequence, get_args
 
 import pydantic
 
-from icgd.claims.base import SUITE_NAMES
 from icgd.core.version import __version__
 
 
@@ -162,8 +161,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     exps = experiments()
     width = max(len(n) for n in exps)
     print(f"{'experiment':<{width}}  {'quick':>6}  {'full':>6}  description")
+    def minutes(m: float) -> str:  # 0.5 stays 0.5, not 0; whole minutes past 10
+        return f"{m:.1f}m" if m < 10 else f"{m:.0f}m"
+
     for name, e in sorted(exps.items()):
-        print(f"{name:<{width}}  {e.quick_minutes:>4.1f}m  {e.full_minutes:>4.0f}m  {e.description}")
+        print(f"{name:<{width}}  {minutes(e.quick_minutes):>6}  {minutes(e.full_minutes):>6}  {e.description}")
     print("\n(times on 2 CPU cores; models trained by one experiment are cached and reused by others)")
     return 0
 
@@ -337,6 +339,9 @@ def _add_study_options(p: argparse.ArgumentParser, out_help: str, cache_default:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from icgd.claims.runner import suite_names
+
+    suites = suite_names()  # every source's suites (`icgd.experiments.catalog` loads the sources)
     from icgd.tasks.linear import LinearRegression
 
     parser = _Parser(prog="icgd", description="In-context learning as gradient descent: reproduce, test, extend.")
@@ -402,8 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="check a source's claims: measured value, threshold, PASS/FAIL",
                        description="Run the experiments a suite needs (models are cached and reused) and print "
                                    "each claim with its source figure, the measured value, the threshold and "
-                                   f"PASS or FAIL. Suites: {', '.join(SUITE_NAMES)}.")
-    v.add_argument("suite", help=", ".join(SUITE_NAMES))
+                                   f"PASS or FAIL. Suites: {', '.join(suites)}.")
+    v.add_argument("suite", help=", ".join(suites))
     _add_study_options(v, "directory of the experiments (default runs/verify-SUITE[-quick|-smoke])", "OUT/_train")
     v.add_argument("--json", action="store_true", help='print {"suite", "claims": [{"id", "claim", "source", '
                                                         '"measured", "threshold", "passed"}]}')

@@ -81,6 +81,6 @@ def format_table(report: dict[str, Any]) -> str:
         ci = f"[{r['ci95'][0]:.4g}, {r['ci95'][1]:.4g}]"
         lines.append(f"{r['learner']:<14}{r['steps']:>6}  {r['loss']:>10.4g}  {ci:<24}  {rates}")
     a = report["analytic_eta"]
-    lines += ["", f"analytic one-step eta (SPEC 4): {a['value']:.4g}, 95% CI [{a['ci95'][0]:.4g}, "
+    lines += ["", f"analytic one-step eta (source 001): {a['value']:.4g}, 95% CI [{a['ci95'][0]:.4g}, "
                   f"{a['ci95'][1]:.4g}] ({a['seconds'] * 1000:.1f} ms)"]
     return "\n".join(lines)

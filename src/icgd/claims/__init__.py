@@ -1,7 +1,7 @@
 """Claim checks of the sources: `icgd verify SUITE`.
 
-`verify()` and `suite_names()` come from `icgd.claims.runner`, imported on first use (it imports every
-source's claims and experiments)."""
+`verify()` and `suite_names()` come from `icgd.claims.runner`, imported on first use (they load every
+source: `icgd.experiments.catalog.load_sources`)."""
 
 from typing import Any
 

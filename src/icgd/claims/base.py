@@ -3,7 +3,7 @@
 A claim that does not reproduce is reported as FAIL with its measured number, and one whose seeds fall on
 both sides of its bar, or whose interval (where the experiment gives one) straddles it, or whose measure the
 results cannot resolve (`Claim.unresolved`), as inconclusive; thresholds are fixed in the code with their justification, never tuned
-to a run, and calibrated on the authors' own numbers where they exist (`icgd.claims.references`). A claim
+to a run, and calibrated on the authors' own numbers where they exist (`Reference`, listed by each source). A claim
 whose premise does not hold anywhere (its measure raises `PremiseNotMet`, e.g. an ICL comparison where the
 model does not learn in context) is "untested": nothing is claimed, and the note says why.
 """
@@ -16,13 +16,13 @@ import operator
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from icgd.claims.references import REFERENCES, Reference, reference
+from icgd.claims.references import Reference
+from icgd.core.registry import Registry
+from icgd.core.verdict import VERDICTS, Verdict
+
+__all__ = ["VERDICTS", "Claim", "PremiseNotMet", "Reference", "SUITES", "Verdict", "suite", "verdict_of"]
 
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
-
-
-#: the verdicts, in the order reports count them
-VERDICTS = ("PASS", "FAIL", "inconclusive", "untested")
 
 
 class PremiseNotMet(KeyError):
@@ -48,7 +48,7 @@ class Claim:
     threshold: float
     why: str
     role: str = "source"
-    #: the authors' own value of the measure, where one exists (`icgd.claims.references`; attached by `suite`)
+    #: the authors' own value of the measure, where one exists (the source's references, attached by `suite`)
     reference: Reference = Reference(None, None)
     #: the same measure seed by seed (None: the claim reads no seed spread). Where the seeds fall on both sides
     #: of the bar the verdict is "inconclusive": the seeds' noise is larger than the margin
@@ -88,15 +88,15 @@ class Claim:
         ref = self.reference
         seeds = None if untested else self._seed_values(results)
         interval = None if untested else self._interval(results)
-        verdict = "untested" if untested else verdict_of(
+        verdict = Verdict.UNTESTED if untested else verdict_of(
             self.holds(measured), [self.holds(v) for v in seeds or []]
             + ([self.holds(v) for v in interval] if interval is not None else []))
         why_not = None if untested or math.isnan(measured) else self._unresolved(results)
         if why_not:
-            verdict, note = "inconclusive", f"unresolved: {why_not}"
+            verdict, note = Verdict.INCONCLUSIVE, f"unresolved: {why_not}"
         return {"id": self.id, "claim": self.claim, "source": self.source, "experiment": self.experiment,
-                "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": verdict == "PASS",
-                "verdict": verdict, "seeds": seeds, "interval": interval,
+                "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": verdict is Verdict.PASS,
+                "verdict": verdict.value, "seeds": seeds, "interval": interval,
                 "why": self.why, "role": self.role, "reference": ref.value, "reference_source": ref.source,
                 "reference_precision": ref.precision if ref.value is not None else None,
                 "reference_passes": self.holds(ref.value) if ref.value is not None else None} \
@@ -155,40 +155,37 @@ def _percentile(ordered: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-#: a claim's verdicts: "inconclusive" where its seeds, or the ends of its interval, fall on both sides of the bar
-VERDICTS = ("PASS", "FAIL", "inconclusive")
-
-
-def verdict_of(measured_holds: bool, seeds_hold: list[bool]) -> str:
+def verdict_of(measured_holds: bool, seeds_hold: list[bool]) -> Verdict:
     """PASS or FAIL by the claim's measure; "inconclusive" where some seed's value lands on the other side of
     the bar than another's (a sign test at the seeds' own resolution: with S seeds, a verdict needs all S), or
     the two ends of the claim's interval do (`seeds_hold` holds both kinds)."""
     if seeds_hold and any(seeds_hold) and not all(seeds_hold):
-        return "inconclusive"
-    return "PASS" if measured_holds else "FAIL"
+        return Verdict.INCONCLUSIVE
+    return Verdict.PASS if measured_holds else Verdict.FAIL
 
 
-#: the suites' names as `icgd verify --help` lists them without importing every source (a test checks that
-#: this equals the registered suites)
-SUITE_NAMES = ("oswald", "oswald-nonlinear", "oswald-sine-text", "oswald-copy", "blog", "categorical", "dai",
-               "momentum")
-
-#: every registered suite by name (filled as the claim modules are imported; `icgd.claims.runner` imports them)
-SUITES: dict[str, Callable[[], list[Claim]]] = {}
+#: every registered suite by name (filled as the sources are loaded: `icgd.experiments.catalog.load_sources`)
+SUITES: Registry[Callable[[], list[Claim]]] = Registry("suite")
+#: the authors' numbers of every registered suite, {suite: {claim id: Reference}} (filled by `suite`)
+REFERENCES: dict[str, dict[str, Reference]] = {}
 
 
-def suite(name: str):
-    """Decorator registering `fn() -> claims` as suite `name`; each claim gets its reference
-    (`icgd.claims.references`), and a reference that names no claim of the suite is an error."""
+def suite(name: str, references: dict[str, Reference] | None = None):
+    """Decorator registering `fn() -> claims` as suite `name`; each claim gets its reference from
+    `references` ({claim id: Reference}: the authors' numbers, listed by the source), and a reference that
+    names no claim of the suite is an error."""
+    REFERENCES[name] = dict(references or {})
+
     def deco(fn: Callable[[], list[Claim]]) -> Callable[[], list[Claim]]:
         @functools.wraps(fn)
         def referenced() -> list[Claim]:
             claims = fn()
-            unknown = set(REFERENCES.get(name, {})) - {c.id for c in claims}
+            refs = REFERENCES.get(name, {})
+            unknown = set(refs) - {c.id for c in claims}
             if unknown:
                 raise ValueError(f"suite {name}: references for claims it does not have: {', '.join(sorted(unknown))}")
-            return [replace(c, reference=reference(name, c.id)) for c in claims]
+            return [replace(c, reference=refs.get(c.id, Reference(None, None))) for c in claims]
 
-        SUITES[name] = referenced
+        SUITES.add(name, referenced)
         return fn
     return deco

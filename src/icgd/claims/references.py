@@ -1,17 +1,11 @@
-"""The authors' own value of each claim's measure, where one exists, with where it was read.
+"""The authors' own value of a claim's measure, where one exists, with where it was read: `Reference`.
 
 A claim's bar must hold on its reference: a bar that the authors' own result would fail does not state the
-authors' claim (tests/test_references.py checks every numeric reference against its claim's bar). Where
+authors' claim (tests/suites/test_references.py checks every numeric reference against its claim's bar). Where
 the authors give no number, the reference is None; `source` then says why, or is None.
 
-Where the numbers come from (every reading is listed, with its trace or pixel, in docs/calibration.md):
-- **CTS, NTC, NLR**: the saved outputs of the authors' notebooks `constructed_token_setup.ipynb`,
-  `normal_token_construct.ipynb` and `non_linear_regression.ipynb` at the first commit of
-  google-research/self-organising-systems (96a60e5; later commits strip the outputs). These are figures,
-  read to the precision the drawing allows; that precision is given beside the value.
-- **post**: the numbers plotted in the interactive figures of source 001 (iclr-blogposts/2024 at f8d8b12,
-  `assets/html/2024-05-07-understanding-icl/*.html`), read from their plotly data: exact to the digits
-  printed, medians over the post's seeds.
+Each source lists its own in `icgd.sources.<name>/references.py` ({claim id: Reference} per suite) and hands
+them to `icgd.claims.base.suite`; where each number was read is in docs/calibration.md.
 """
 
 from __future__ import annotations
@@ -34,121 +28,3 @@ class Reference:
             raise ValueError(f"a reference must be finite, got {self.value}")
         if self.value is None and self.precision:
             raise ValueError("a missing reference has no precision")
-
-
-CTS = "source 000's code, constructed_token_setup.ipynb (saved output at 96a60e5)"
-NTC = "source 000's code, normal_token_construct.ipynb (saved output at 96a60e5)"
-NLR = "source 000's code, non_linear_regression.ipynb (saved output at 96a60e5)"
-POST = "source 001's figure data"
-
-_ONE_LAYER_LOSS = Reference(0.0, f"{CTS}, cell 9, loss panel: the trained TF's curve lies on GD's line at 0.205 "
-                                 "from step 500 on, on an axis from 0.2 to 0.4 (x ~ U(-0.5, 0.5))", 0.005)
-_SINE = ("the code's sine tasks (A ~ U(0.1, 0.5), coupled phase; query RMS(y) = sqrt(E[A^2] / 2) = 0.227, zero "
-         "predictor 0.0258)")
-
-#: {suite: {claim id: Reference}}; a claim not listed has no reference
-REFERENCES: dict[str, dict[str, Reference]] = {
-    "oswald": {
-        "1layer-loss-code-range": _ONE_LAYER_LOSS,
-        "1layer-cosine": Reference(1.0, f"{CTS}, cell 9, alignment panel: 'Model cos' on the dashed line at 1.0 "
-                                        "from step 500 on (right axis 0 to 1.2, 0.005 a pixel)", 0.005),
-        "1layer-prediction-difference": Reference(
-            0.031, f"{CTS}, cell 9, alignment panel: 'Preds diff' 0.02 at the end (left axis 0 to 2), over GD's "
-                   "RMS error sqrt(2 x 0.2047) = 0.640 (GD's loss: normal_token_construct.ipynb, cell 8)", 0.016),
-        "repeat-0.75": Reference(0.22, f"{CTS}, cell 10 (Fig. 1): the trained TF's loss 0.048 after 50 applications "
-                                       "against 0.218 after 1 (axis 0 to 0.25)", 0.03),
-        "repeat-0.75-follows-gd": Reference(0.0, f"{CTS}, cell 10 (Fig. 1): every TF marker is centred on GD's curve; "
-                                                 "half a marker is 0.003 at the loss of 0.05", 0.06),
-        "ood": Reference(0.0, f"{CTS}, cell 11 (Fig. 2 right, input range): TF and GD markers coincide at every "
-                              "alpha on the log axis (half a marker is about 5%); one family of the five", 0.05),
-        "ood-interpolated": Reference(0.0, f"{CTS}, cell 11: the interpolated model's markers coincide with GD's "
-                                           "as well", 0.05),
-        **{cid: Reference(None, "none: Fig. 13 is not made by the authors' code, and the text's numbers for it (the "
-                                "sweep's N, the eigenvalue cut, the gammas read off) were lost in extraction")
-           for cid in ("curvature-explodes", "curvature-in-range-every-n", "curvature-lowers-kappa-every-n")},
-        "rec2-interpolated-ood": Reference(None, "none: Fig. 6 is not among the saved outputs of the authors' "
-                                                 "notebooks, and the paper gives its values in no table"),
-        "1layer-interpolated-over-training": Reference(None, f"none: {CTS}, cell 9's loss panel draws GD and the "
-                                                             "trained TF only; the paper's Fig. 2 draws the "
-                                                             "interpolated curve, whose values the text lost"),
-        "repeat-0.7": Reference(0.2065, f"{POST}, multiple_steps.html, lambda = 0.7: the trained layer's median loss "
-                                        "0.1890 after 50 applications over 0.9153 after 1 (every channel moving)"),
-    },
-    "oswald-sine-text": {},  # filled below: the readings of oswald-nonlinear, whose set-up they are
-    "oswald-nonlinear": {
-        "sine-similar-loss": Reference(0.75, f"{NLR}, cell 7 (Fig. 4 left): the trained TF ends at 0.00105, the "
-                                             "control (MLP + GD) at 0.0014 (axis 0 to 0.01)", 0.05),
-        "sine-similar-loss-worst-seed": Reference(0.75, f"{NLR}, cell 7: one seed is plotted; as sine-similar-loss",
-                                                  0.05),
-        "sine-alignment": Reference(0.52, f"{NLR}, cell 7 (Fig. 4 middle and left): 'Preds diff' 0.022 at the end "
-                                          "(axis 0 to 0.08) over the control's mean error |y_control - y|. Its "
-                                          "final loss 0.0014 (0.5 MSE: RMS error 0.053) gives that mean error 0.042 "
-                                          "for errors of a normal law (0.8 x RMS; Laplace 0.71 x RMS: 0.59), at most "
-                                          "0.053 (equal errors: 0.42); the precision spans a mean error from 0.66 "
-                                          "x RMS to RMS", 0.11),
-        "sine-partial-cosine": Reference(0.95, f"{NLR}, cell 7 (Fig. 4 middle): 'Partial cosine' at 0.95 from step "
-                                               "14,000 to the end (right axis 0.5 to 1.1, 0.004 a pixel)", 0.01),
-        "sine-beats-zero": Reference(0.041, f"{NLR}, cell 7: the TF's final loss 0.00105 over the zero predictor's "
-                                            f"0.0258 of {_SINE}", 0.004),
-        "sine-initial-functions": Reference(0.47, f"{NLR}, cell 8 (Fig. 4 left): the one task drawn; 'GD init' "
-                                                  "and 'Tr. TF init' are sines of amplitude 0.27-0.29 whose troughs "
-                                                  "(x = -3.6 and -3.1) and peaks (x = -0.35 and 0.1) lie 0.45-0.5 "
-                                                  "apart: 2 sin(shift / 2) = 0.45-0.49 of their RMS. One task of the "
-                                                  "family, not its mean", 0.05),
-    },
-    "oswald-copy": {
-        "copy-neighbour-gradient-code": Reference(
-            14.0, f"{NTC}, cell 9 (Fig. 5 right): at the end the neighbour's curve is at 1.0 and the others' at 0.07 "
-                  "(axis 0 to 3.5, 0.013 a pixel: the others' 0.05 to 0.09 gives 11 to 20)", 5.0),
-        "copy-own-token-kept": Reference(0.075, f"{NTC}, cell 9 (Fig. 5 right): the own-token curve from 3.17 at "
-                                                "step 0 to 3.40 at the end (axis 0 to 3.5, 0.013 a pixel)", 0.01),
-        "copy-others-small-throughout": Reference(0.062, f"{NTC}, cell 9 (Fig. 5 right): the others' curve peaks at "
-                                                         "0.20 at steps 4000-4500, where the own-token curve is 3.2 "
-                                                         "to 3.4 (0.013 a pixel)", 0.006),
-        "copy-reaches-gd1": Reference(None, f"{NTC}: the loss figure's saved output (cell 8) is a copy of cell 9's "
-                                            "gradient figure; the GD line is hard-coded at 0.2047"),
-    },
-    "blog": {
-        "eta-fast": Reference(1000.0, "source 001's text: 'about 10 s against about 10 ms' for the line search and "
-                                      "the closed form (JAX on a GPU)", 500.0),
-        "dampening-lowers-loss": Reference(0.2065, f"{POST}, multiple_steps.html, lambda = 0.7: 0.1890 after 50 "
-                                                   "applications over 0.9153 after 1"),
-        "dampening-monotone": Reference(0.9970, f"{POST}, multiple_steps.html, lambda = 0.7: the largest ratio of "
-                                               "consecutive applications of the median curve"),
-        "dampening-matches-gd": Reference(0.0373, f"{POST}, multiple_steps.html, lambda = 0.7: the largest |TF / GD - 1| "
-                                                  "over the 50 applications"),
-        "lstm-not-gd": Reference(0.7907, f"{POST}, lstm-comparison-3.html: the best unidirectional LSTM's final "
-                                         "cosine (5 layers) over the 1-layer LSA's 0.99997 (tr-vs-gd-l2.html, C = 10)"),
-        "bilstm-depth": Reference(0.2029, f"{POST}, lstm-comparison-2.html: the BiLSTMs' final cosine 0.9679 at 5 "
-                                          "layers minus 0.7650 at 1"),
-        "bilstm-better": Reference(0.772, f"{POST}, lstm-comparison-1.html: final median losses, BiLSTM over LSTM, "
-                                          "largest at 2-5 layers (0.8592 / 1.113 at 2)"),
-        "lstm-worse-than-tf": Reference(1.358, f"{POST}, lstm-comparison-1.html: the best unidirectional LSTM's final "
-                                               "loss 1.112 (5 layers) over the GD-equivalent transformer's 0.8188"),
-        "bilstm-gain-grows": Reference(0.746, f"{POST}, lstm-comparison-1.html: BiLSTM / LSTM final loss at 5 layers "
-                                              "(0.8173 / 1.112) over the same at 1 layer (1.113 / 1.130)"),
-        "bilstm-increasingly-gd": Reference(0.0226, f"{POST}, lstm-comparison-2.html: final cosine 0.9679 at 5 layers "
-                                                    "minus 0.9453 at 2"),
-        "bilstm-cosine-below-1": Reference(0.9679, f"{POST}, lstm-comparison-2.html: the BiLSTMs' largest final "
-                                                   "cosine (5 layers)"),
-        "tf-matches-gd-across-n": Reference(0.00059, f"{POST}, tr-vs-gd-loss.html: the largest |TF / GD - 1| of the "
-                                                     "final medians at C = 10, 20, 40 (the post has no C = 5)"),
-        "tf-learns-well": Reference(0.3276, f"{POST}, tr-vs-gd-loss.html, C = 10: the trained layer's final loss "
-                                            "0.2726 over the zero level 0.8322 (the post's D is 5, ours 10)"),
-        "loss-falls-with-n": Reference(0.591, f"{POST}, tr-vs-gd-loss.html: the largest ratio of consecutive final "
-                                              "losses at C = 10, 20, 40 (0.1612 / 0.2726)"),
-        "loss-falls-with-depth": Reference(0.1487, f"{POST}, linear-transformers-linregr.html, C = 10: the largest "
-                                                   "ratio of consecutive depths 1-4 (0.04020 / 0.2703)"),
-        "tf-eta-optimal": Reference(None, f"{POST}, tr-vs-gd-lr.html sweeps GD's learning rate but does not mark "
-                                          "the optimal one"),
-    },
-}
-REFERENCES["oswald-sine-text"] = {
-    k: Reference(r.value, None if r.source is None else f"{r.source}; the code's set-up, not this suite's "
-                 "(the paper text's A ~ U(0.1, 5))", r.precision)
-    for k, r in REFERENCES["oswald-nonlinear"].items()}
-
-
-def reference(suite: str, claim_id: str) -> Reference:
-    """The reference of claim `claim_id` of `suite` (Reference(None, None) when none is listed)."""
-    return REFERENCES.get(suite, {}).get(claim_id, Reference(None, None))

@@ -6,16 +6,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from icgd.claims import blog, categorical, dai, oswald  # noqa: F401  (importing registers their suites)
 from icgd.claims.base import SUITES
 from icgd.core.profiling import Profile, section, summarize
+from icgd.experiments.catalog import load_sources
 from icgd.experiments.registry import mode_of
 from icgd.experiments.runner import get_experiment, run_experiment
 from icgd.results.tables import VerifyReport
 
 
 def suite_names() -> list[str]:
-    return sorted(SUITES)
+    """Every suite of every source, in the sources' order (`icgd.sources.SOURCES`), templates last."""
+    sources = load_sources().values()
+    return [s for src in sorted(sources, key=lambda src: src.template) for s in src.suites]
 
 
 def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | None = None, device: str = "cpu",
@@ -33,6 +35,7 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     workers > 1 (or a Ray cluster `address`): first train the models the experiments declare, that many side by
     side (`icgd.experiments.parallel`: on Ray when it is installed; the same weights as a serial run); the
     profile's "side_by_side" lists them."""
+    load_sources()
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
     claims = SUITES[name]()

@@ -135,15 +135,35 @@ class TaskDistribution(Protocol):
 
     sample(batch, generator, device, dtype) -> Episodes with context (B, N, Dx|Dy) and queries (B, Q, Dx|Dy);
     loss(pred, target) -> per-task loss (B,) for predictions and targets (B, Q, Dy), the training objective;
-    reference_kinds: the explicit reference learners that make sense on this task (`icgd.learners.references`);
     evaluation_task() -> the task held-out episodes are drawn from (itself, or with other query targets).
+
+    What the engine, the backends and the learners read of a task is declared here, and nothing else is
+    probed: `icgd.tasks.base`'s objective mixins give every attribute a default.
     """
 
+    #: the name a config gives as `task.kind`
+    kind: str
     dx: int
     dy: int
     n_context: int
     n_queries: int
+    #: the training objective `loss` computes: "squared_error", "cross_entropy", "next_token"
+    objective: str
+    #: per-task measures reported beside the loss (names in `icgd.core.metrics.MEASURES`)
+    metrics: tuple[str, ...]
+    #: the explicit reference learners that make sense on this task (`icgd.learners.references`)
     reference_kinds: tuple[str, ...]
+    #: whether alignment metrics with the reference (prediction difference, sensitivities) apply
+    aligns: bool
+    #: whether `sample` runs without a host sync, so that a CUDA graph may capture it
+    sync_free_sampling: bool
+    #: the registered kind this task is a variant of, whose model kinds read it too (None: its own kind)
+    variant_of: str | None
+
+    @property
+    def prior(self) -> float | None:
+        """Where predictions start before the context is read (None: zero)."""
+        ...
 
     def sample(self, batch: int, generator: torch.Generator | None = None,
                device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> Episodes:

@@ -1,4 +1,4 @@
-"""Metrics shared by every learner (SPEC 1): query loss and the alignment of two learners.
+"""Metrics shared by every learner (as source 000 defines them): query loss and the alignment of two learners.
 
 - loss: 0.5 * ||y_hat - y||^2 per query (the sources' convention), averaged over queries, per task;
 - prediction difference: ||y_hat_A(x_q) - y_hat_B(x_q)|| per query;

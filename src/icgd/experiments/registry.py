@@ -16,6 +16,7 @@ from typing import Any, Callable, Literal
 
 from icgd.core.io import atomic_path, write_json
 from icgd.core.profiling import section
+from icgd.core.registry import Registry
 from icgd.core.seeds import check_seeds, study_seeds
 from icgd.train.config import TrainConfig, config_fingerprint
 from icgd.train.engine import TrainResult, trained_on
@@ -61,8 +62,8 @@ class Experiment:
 
 
 Mode = Literal["smoke", "quick", "full"]
-#: every registered experiment by name (filled as the sources' modules are imported)
-REGISTRY: dict[str, Experiment] = {}
+#: every registered experiment by name (filled as the sources are loaded: `icgd.experiments.catalog`)
+REGISTRY: Registry[Experiment] = Registry("experiment")
 
 
 def register(name: str, description: str, source: str, quick_minutes: float, full_minutes: float,
@@ -72,10 +73,8 @@ def register(name: str, description: str, source: str, quick_minutes: float, ful
     """Decorator registering `fn(ctx)` as experiment `name` (n_seeds, models, pretrain, deviations, retrains:
     see `Experiment`)."""
     def deco(fn: Callable[["ExperimentContext"], None]) -> Callable[["ExperimentContext"], None]:
-        if name in REGISTRY:
-            raise ValueError(f"experiment {name!r} registered twice")
-        REGISTRY[name] = Experiment(name, description, source, quick_minutes, full_minutes, fn, n_seeds, models,
-                                    pretrain, tuple(deviations), retrains)
+        REGISTRY.add(name, Experiment(name, description, source, quick_minutes, full_minutes, fn, n_seeds, models,
+                                    pretrain, tuple(deviations), retrains))
         return fn
     return deco
 

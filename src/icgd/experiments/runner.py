@@ -1,4 +1,4 @@
-"""The catalog of experiments (every source's module, imported here) and how one is run into a directory."""
+"""Every source's experiments (`icgd.experiments.catalog` loads the sources) and how one is run into a directory."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from icgd.core.io import write_json, write_text
-from icgd.experiments import blog, categorical, dai, oswald  # noqa: F401  (importing registers their experiments)
+from icgd.experiments.catalog import load_sources
 from icgd.experiments.registry import (
     REGISTRY,
     Experiment,
@@ -21,11 +21,13 @@ from icgd.results.tables import ExperimentResults
 
 
 def experiments() -> dict[str, Experiment]:
-    """Every registered experiment by name."""
+    """Every registered experiment by name (the sources loaded first)."""
+    load_sources()
     return dict(REGISTRY)
 
 
 def get_experiment(name: str) -> Experiment:
+    load_sources()
     if name not in REGISTRY:
         raise ValueError(f"unknown experiment {name!r}; `icgd list` shows them: {', '.join(sorted(REGISTRY))}")
     return REGISTRY[name]

@@ -36,9 +36,9 @@ def default_init_std(d_model: int) -> float:
     """The attention weights' std at initialisation, 1 / sqrt(2 d_model): that of the source's fairseq models,
     whose `MultiheadAttention.reset_parameters` draws q, k and v with `xavier_uniform_(gain=1 / sqrt(2))`
     (microsoft/LMOps, understand_icl/fairseq/fairseq/modules/multihead_attention.py; its out_proj, gain 1, has
-    1 / sqrt(d_model): here one std for the four). Issue 36 measured why it matters: with std 0.02 (the default
-    before) the 2-layer, 64-wide model never read the key in associative recall in 10,000 steps, with this one
-    it did within 2000 (docs/sources/momentum.md)."""
+    1 / sqrt(d_model): here one std for the four). Why it matters: with std 0.02 the 2-layer, 64-wide model
+    never read the key in associative recall in 10,000 steps, with this one it did within 2000
+    (docs/sources/momentum.md)."""
     return (2 * d_model) ** -0.5
 
 

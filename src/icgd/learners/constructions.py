@@ -1,4 +1,4 @@
-"""Constructions: plain functions returning attention weights that implement an algorithm (SPEC 1).
+"""Constructions: plain functions returning attention weights that implement an algorithm (source 000, sec. 2).
 
 Token layout: concatenated tokens e = [x; y] of width D = Dx + Dy (see `icgd.learners.tokens`).
 
@@ -151,7 +151,8 @@ def copy_attention_config(dx: int, dy: int, n_context: int, kernel: str = "linea
 
 
 def copy_weights(dx: int, dy: int, n_context: int, scale: float = 1.0) -> LayerWeights:
-    """One 2-head attention layer on interleaved tokens (SPEC 3) that builds the tokens of Prop. 1 (Prop. 3).
+    """One 2-head attention layer on interleaved tokens (source 000, sec. 4) that builds the tokens of Prop. 1
+    (Prop. 3).
 
     Tokens [x or 0; y or 0; p_t] (width D = Dx + Dy + T, T = 2N + 1), every token a key.
     Head 1 (keys/queries on positions, a shifted identity): token t attends to token t + 1 (the query,
@@ -210,7 +211,7 @@ def copy_gd_construction(dx: int, dy: int, n_context: int, eta: float, kernel: s
     return Construction(config, tuple(layers))
 
 
-# ------------------------------------------------------------------ kernel functional GD (SPEC 5)
+# ------------------------------------------------------------------ kernel functional GD (source 002)
 def rates_per_layer(values, n_layers: int, dy: int, what: str) -> Tensor:
     """Learning rates as (L, Dy) float64 from a number, one per layer (L,), or one per layer and output
     entry (L, Dy)."""
@@ -250,7 +251,7 @@ def constant_kernel_value(kernel: str, params: Sequence[float] | None = None,
 
 def kernel_gd_weights(dx: int, dy: int, etas: Sequence[float], n_scale: int | None, normalized: bool,
                       biases: Sequence[float] | None = None, constant: float = 1.0) -> LayerWeights:
-    """One attention layer (float64) doing one step of kernel functional GD on tokens [x; y - p] (SPEC 5).
+    """One attention layer (float64) doing one step of kernel functional GD on tokens [x; y - p] (source 002).
 
     Head 1 (kernel head): W_K = W_Q = [I_Dx 0] (dk = Dx), W_V = [0 I_Dy] (the residual y_i - p(x_i)),
     P = -diag(etas) / n (no 1/n for a normalised kernel). Head 2 (constant head, when `biases` is given):

@@ -1,4 +1,4 @@
-"""Linear self-attention on deep features (SPEC 2; source 000, sec. 3 and A.7, Prop. 2).
+"""Linear self-attention on deep features (source 000, sec. 3 and A.7, Prop. 2).
 
 Tokens [x; y] (query [x_q; 0]) are embedded by a linear map without bias into d dimensions, transformed
 by a residual MLP (one hidden layer of ratio * d units, GELU), then by one LSA layer:

@@ -1,4 +1,4 @@
-"""Explicit learners on the linear model y = W x (SPEC 1): zero, K-step GD, GD++, least squares, ridge.
+"""Explicit learners on the linear model y = W x (source 000, sec. 2): zero, K-step GD, GD++, least squares, ridge.
 
 All take Episodes (context (B, N, Dx|Dy), queries (B, Q, Dx)) and return predictions (B, Q, Dy).
 GD minimises L(W) = 1/(2N) sum_i ||W x_i - y_i||^2 from W0 (default 0).
@@ -164,7 +164,7 @@ class Ridge:
         a = x.transpose(1, 2) @ x / ep.n_context + self.alpha * torch.eye(ep.dx, dtype=x.dtype, device=x.device)
         # a is symmetric positive definite: Cholesky. torch.linalg.solve's batched LU fails on torch 2.13's CPU
         # build for Dx >= 256 with 2 threads ("Pivots given to lu_solve must all be greater or equal to 1";
-        # found by tests/test_conformance.py on the few-shot features, Dx = 1280)
+        # found by tests/unit/test_conformance.py on the few-shot features, Dx = 1280)
         chol = torch.linalg.cholesky(a)
         return torch.cholesky_solve(x.transpose(1, 2) @ y / ep.n_context, chol).transpose(1, 2)
 

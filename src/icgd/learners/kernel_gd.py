@@ -1,4 +1,4 @@
-"""Functional gradient descent with a kernel (SPEC 5; source 002, eqs. 1 and 4), as an explicit learner.
+"""Functional gradient descent with a kernel (source 002, eqs. 1 and 4), as an explicit learner.
 
 From a constant start p_0 (0 for real-valued outcomes, eq. 1; 1/C for categorical ones, eq. 4), layer l
 updates the prediction at every point x, the context points included:

@@ -1,4 +1,4 @@
-"""LSTM and bidirectional LSTM in-context learners (source 001, SPEC 4).
+"""LSTM and bidirectional LSTM in-context learners (source 001).
 
 The LSTM reads the same token sequence as the transformer, the concatenated tokens
 [x_1; y_1], ..., [x_N; y_N], [x_q; 0], and predicts y_q by a linear read-out of its last layer's hidden

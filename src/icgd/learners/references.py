@@ -7,20 +7,22 @@ rebuilt from its `describe()` (what a run directory stores in reference.json).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from icgd.core.episodes import Episodes, Learner
+from icgd.core.registry import Registry
 from icgd.learners.explicit import GD, GDPlusPlus, ZeroPredictor
 from icgd.learners.tuning import tune_gd, tune_gdpp
 
-#: name -> tune(tuning episodes, steps) -> learner
-REFERENCES: dict[str, Callable[[Episodes, int], Learner]] = {
-    "gd": lambda tune, steps: tune_gd(tune, steps),
-    "gd_per_step": lambda tune, steps: tune_gd(tune, steps, per_step=True),
-    "gdpp": lambda tune, steps: tune_gdpp(tune, steps),
-    "zero": lambda tune, steps: ZeroPredictor(),
-    "unigram": lambda tune, steps: _unigram().fit(tune),  # text tasks: byte frequencies
-}
+
+@dataclass(frozen=True)
+class ReferenceKind:
+    """A reference learner by name: how it is tuned on episodes, and how it is rebuilt from its `describe()`
+    (what a run directory stores in reference.json)."""
+
+    tune: Callable[[Episodes, int], Learner]
+    rebuild: Callable[[dict[str, Any]], Learner]
 
 
 def _unigram():
@@ -29,22 +31,32 @@ def _unigram():
     return Unigram
 
 
+def _gd(kind: str) -> Callable[[dict[str, Any]], Learner]:
+    return lambda d: GD(d["eta"], name=kind)
+
+
+def _rebuild_unigram(d: dict[str, Any]) -> Learner:
+    import torch
+
+    return _unigram()(torch.tensor(d["logp"], dtype=torch.float64))
+
+
+#: the reference learners by name (a task lists those that make sense on it, `task.reference_kinds`)
+REFERENCES: Registry[ReferenceKind] = Registry("reference", {
+    "gd": ReferenceKind(lambda tune, steps: tune_gd(tune, steps), _gd("gd")),
+    "gd_per_step": ReferenceKind(lambda tune, steps: tune_gd(tune, steps, per_step=True), _gd("gd_per_step")),
+    "gdpp": ReferenceKind(lambda tune, steps: tune_gdpp(tune, steps), lambda d: GDPlusPlus(d["eta"], d["gamma"])),
+    "zero": ReferenceKind(lambda tune, steps: ZeroPredictor(), lambda d: ZeroPredictor()),
+    "unigram": ReferenceKind(lambda tune, steps: _unigram().fit(tune), _rebuild_unigram),  # text: byte frequencies
+})
+
+
 def tune_reference(kind: str, tune: Episodes, steps: int) -> Learner:
     """The reference `kind` with `steps` steps, its learning rates tuned on `tune`."""
-    if kind not in REFERENCES:
-        raise ValueError(f"unknown reference {kind!r}; known: {', '.join(REFERENCES)}")
-    return REFERENCES[kind](tune, steps)
+    return REFERENCES.lookup(kind).tune(tune, steps)
 
 
 def reference_from(description: dict[str, Any]) -> Learner:
-    """Rebuild a reference learner from its `describe()`."""
-    kind = description["learner"]
-    if kind == "zero":
-        return ZeroPredictor()
-    if kind == "unigram":
-        import torch
-
-        return _unigram()(torch.tensor(description["logp"], dtype=torch.float64))
-    if kind == "gdpp":
-        return GDPlusPlus(description["eta"], description["gamma"])
-    return GD(description["eta"], name=kind)
+    """Rebuild a reference learner from its `describe()`. A clipped GD (`tune_gd(clip=...)`, described as
+    "gd") is rebuilt as plain GD with its etas, as run directories have always stored it."""
+    return REFERENCES.lookup(description["learner"]).rebuild(description)

@@ -3,7 +3,7 @@
 A `LearnerEntry` says how to make the learner for a task (its sizes read from the task: dx, dy, n_context,
 and the constant prior of categorical tasks) and which task objectives it answers. The learners trained by
 `icgd train` are the model kinds' (`icgd.train.kinds`); the references a run is scored against are the tuned
-ones of `icgd.learners.references`. The conformance tests (tests/test_conformance.py) hold every entry here
+ones of `icgd.learners.references`. The conformance tests (tests/unit/test_conformance.py) hold every entry here
 to the same contract: predictions (B, Q, Dy) in the input's dtype and on its device, deterministic, one task
 never reading another.
 """
@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from icgd.core.episodes import Learner
+from icgd.core.registry import Registry
 from icgd.learners.explicit import GD, GDPlusPlus, Ridge, ZeroPredictor
 from icgd.learners.kernel_gd import KernelGD
 from icgd.learners.transformer import gd_transformer
@@ -34,23 +35,18 @@ class LearnerEntry:
 
 
 #: every registered learner by name
-LEARNERS: dict[str, LearnerEntry] = {}
+LEARNERS: Registry[LearnerEntry] = Registry("learner")
 
 
 def register_learner(entry: LearnerEntry) -> LearnerEntry:
     """Add `entry` (names are unique)."""
-    if entry.name in LEARNERS:
-        raise ValueError(f"learner {entry.name!r} is already registered")
-    LEARNERS[entry.name] = entry
-    return entry
+    return LEARNERS.add(entry.name, entry)
 
 
 def make_learner(name: str, task: Any, generator: torch.Generator | None = None) -> Learner:
     """The registered learner `name` for `task`'s episodes (ValueError for an unknown name or a task whose
     objective it does not answer)."""
-    if name not in LEARNERS:
-        raise ValueError(f"unknown learner {name!r}; known: {', '.join(LEARNERS)}")
-    entry = LEARNERS[name]
+    entry = LEARNERS.lookup(name)
     if task.objective not in entry.objectives:
         raise ValueError(f"learner {name!r} answers {', '.join(entry.objectives)} tasks, not {task.objective!r} "
                          f"({task.kind})")
@@ -69,7 +65,7 @@ for _entry in (
     LearnerEntry("gdpp", lambda task, g: GDPlusPlus(0.5, 0.05, steps=2), doc="2 steps of GD++, eta 0.5, gamma 0.05"),
     LearnerEntry("least_squares", lambda task, g: Ridge(0.0), doc="minimum-norm least squares on the context"),
     LearnerEntry("ridge", lambda task, g: Ridge(0.1), doc="ridge regression, alpha 0.1"),
-    LearnerEntry("kernel_gd", lambda task, g: KernelGD("rbf", 1.0, 1, task.dy, prior=getattr(task, "prior", 0.0),
+    LearnerEntry("kernel_gd", lambda task, g: KernelGD("rbf", 1.0, 1, task.dy, prior=task.prior or 0.0,
                                                        n_scale=task.n_context),
                  doc="one step of kernel functional GD with the RBF kernel (source 002)"),
     LearnerEntry("gd_transformer", lambda task, g: gd_transformer(task.dx, task.dy, task.n_context, 0.5),

@@ -1,8 +1,8 @@
 """Token constructions: Episodes -> token tensors, and the read-out tokens -> query predictions.
 
-Concatenated (SPEC 1): e_i = [x_i; y_i] for context points, e_q = [x_q; y0_q] for queries
+Concatenated (source 000, sec. 2): e_i = [x_i; y_i] for context points, e_q = [x_q; y0_q] for queries
 (y0_q = 0, or -W0 x_q to start from a linear model W0), read-out y_hat = -(y-entry of e_q).
-Interleaved (SPEC 3): x_1, y_1, ..., x_N, y_N, x_q as separate tokens [x or 0; y or 0; one-hot position].
+Interleaved (source 000, sec. 4): x_1, y_1, ..., x_N, y_N, x_q as separate tokens [x or 0; y or 0; one-hot position].
 Interleaved as source 000's code builds them (`CodeInterleavedTokens`): x_i and [0, ..., 0, y_i] as Dx-wide
 tokens, a sinusoidal position code concatenated, read out from the last coordinate of the last token.
 `TOKEN_LAYOUTS` registers the three by name (a model config's `tokens`).
@@ -24,7 +24,7 @@ def concat_tokens(ep: Episodes, w0: Tensor | None = None, prior: float | None = 
     """Concatenated tokens (B, N + Q, Dx + Dy): context tokens first, then the Q query tokens.
 
     w0: optional initial linear model (Dy, Dx) or (B, Dy, Dx); the query y-entries start at -W0 x_q.
-    prior: optional constant initial prediction p_0 (categorical kernel GD, SPEC 5): context tokens
+    prior: optional constant initial prediction p_0 (categorical kernel GD, source 002): context tokens
     [x_i; y_i - p_0], queries [x_q; -p_0].
     """
     if w0 is not None and prior is not None:

@@ -1,7 +1,7 @@
-"""Tuning the explicit learners' step sizes on a set of tuning episodes (SPEC 1 and 4).
+"""Tuning the explicit learners' step sizes on a set of tuning episodes (sources 000 and 001).
 
 - `line_search`: minimise a scalar function of eta over a log grid, then Brent's method (scipy);
-- `analytic_eta`: the closed form of SPEC 4 for one GD step from W0 = 0,
+- `analytic_eta`: the closed form of source 001 for one GD step from W0 = 0,
   eta* = E[a . b] / E[|a|^2], a = (1/N) sum_i y_i x_i^T x_q, b = y_q (milliseconds, no search);
 - `tune_gd` / `tune_gdpp`: constant eta by line search, per-step etas (and GD++ gammas) by L-BFGS
   started from the constant-eta optimum (or from a given GD++), all in float64;
@@ -58,7 +58,7 @@ class EtaEstimate:
 
 
 def analytic_eta(ep: Episodes) -> EtaEstimate:
-    """Optimal learning rate of one GD step from W0 = 0 on these episodes (SPEC 4)."""
+    """Optimal learning rate of one GD step from W0 = 0 on these episodes (source 001's closed form)."""
     ep = ep.to(dtype=torch.float64)
     if ep.query_y is None:
         raise ValueError("analytic_eta needs query targets")

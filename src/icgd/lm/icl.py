@@ -125,7 +125,7 @@ def score(lm, prefix: Prefix | list[int], queries: Sequence[list[int]], labels: 
     the hook points at the analysed token (see `ANALYSED`); record_queries: the query too ("rotary" or
     "projection", see `icgd.lm.record`; True: "projection"). batch: queries run side by side in one forward
     (`score_batched`), the same numbers to float tolerance. The one-at-a-time path below stays as the plain
-    reference the batched one is tested against (tests/test_lm_parts.py, tests/test_lm.py)."""
+    reference the batched one is tested against (tests/unit/test_lm_parts.py, tests/integration/test_lm.py)."""
     from tqdm.auto import tqdm
 
     if analysed not in ANALYSED:

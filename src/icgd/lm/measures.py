@@ -1,4 +1,4 @@
-"""The source's measures of how close ICL is to finetuning (source 003, SPEC 6), defined as the authors'
+"""The source's measures of how close ICL is to finetuning (source 003), defined as the authors'
 code computes them (docs/sources/dai_lmops_code.md section 1); each is per query and layer, averaged over
 queries per layer and then over layers with equal weight, as in the source's tables.
 
@@ -6,7 +6,7 @@ queries per layer and then over layers with equal weight, as in the source's tab
   percentage ICL also gets right.
 - SimAOU: cos(h_ICL - h_ZSL, h_FT - h_ZSL), h the attention output at the analysed token, L2-normalised
   per layer. Random baseline: cos(h_ICL - h_ZSL, u) with u uniform in [0, 1) as the authors' code draws it
-  (not zero-mean; the claims use it), or a zero-mean Gaussian vector (the SPEC's reading), reported beside.
+  (not zero-mean; the claims use it), or a zero-mean Gaussian vector (our reading of the text), reported beside.
 - SimAM: cosine between the pre-softmax scores of the analysed token to the query's own tokens, ICL vs
   ZSL (before finetuning) and ICL vs FT (after), per head, averaged over heads.
 - Kendall: Kendall's tau-b between (a) ICL's attention of the analysed token to the demonstration tokens
@@ -45,7 +45,7 @@ def simaou(h_zsl: Tensor, h_icl: Tensor, h_ft: Tensor) -> Tensor:
 
 
 def simaou_random(h_zsl: Tensor, h_icl: Tensor, gen: torch.Generator, kind: str = "normal") -> Tensor:
-    """(Q, L) cosine between the ICL update and a random update: `kind` "normal" (zero-mean, SPEC) or
+    """(Q, L) cosine between the ICL update and a random update: `kind` "normal" (zero-mean, our reading) or
     "uniform" ([0, 1), the authors' code)."""
     d = _unit(h_icl) - _unit(h_zsl)
     if kind == "normal":

@@ -42,7 +42,7 @@ def eager_attention(module, query: Tensor, key: Tensor, value: Tensor, attention
     an additive mask (B, 1, T, K) as the eager mask interface builds it, `scaling`, attention dropout and
     an optional logit soft-cap; returns (output (B, T, H, d), weights (B, H, T, K)). It is the same
     computation, in the same order, as the eager functions of the Llama, Qwen2 and Gemma-3 modelling code
-    of the pinned transformers (tests/test_lm_interface.py checks it against them), written here so that
+    of the pinned transformers (tests/unit/test_lm_interface.py checks it against them), written here so that
     icgd reads no model module's private function."""
     if scaling is None:
         scaling = module.head_dim ** -0.5

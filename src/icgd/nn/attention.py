@@ -1,4 +1,4 @@
-"""One attention module with a pluggable similarity kernel (SPEC 1, 5, 6).
+"""One attention module with a pluggable similarity kernel (sources 000, 002, 003).
 
 For tokens E (B, T, D) and heads h, the update of token j is
 

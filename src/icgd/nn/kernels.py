@@ -1,4 +1,4 @@
-"""Similarity kernels for attention: a registry of kappa(q, k) (SPEC 5).
+"""Similarity kernels for attention: a registry of kappa(q, k) (source 002's kernel attention).
 
 Each kernel maps queries q (..., H, Tq, d) and keys k (..., H, Tk, d) to similarities (..., H, Tq, Tk).
 `params` holds the kernel's own parameters per head, shape (H, n_params) (e.g. the bandwidth s).
@@ -18,6 +18,8 @@ from typing import Annotated, Callable, Literal
 import torch
 from pydantic import AfterValidator
 from torch import Tensor
+
+from icgd.core.registry import Registry
 
 KernelFn = Callable[[Tensor, Tensor, Tensor, dict], Tensor]
 
@@ -58,22 +60,17 @@ class Kernel:
         return len(self.param_init)
 
 
-_REGISTRY: dict[str, Kernel] = {}
+_REGISTRY: Registry[Kernel] = Registry("kernel")
 
 
 def register_kernel(kernel: Kernel) -> Kernel:
     """Add a kernel to the registry (names are unique)."""
-    if kernel.name in _REGISTRY:
-        raise ValueError(f"kernel {kernel.name!r} is already registered")
-    _REGISTRY[kernel.name] = kernel
-    return kernel
+    return _REGISTRY.add(kernel.name, kernel)
 
 
 def get_kernel(name: str) -> Kernel:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown kernel {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    """The kernel registered as `name` (ValueError naming the known ones otherwise)."""
+    return _REGISTRY.lookup(name)
 
 
 def kernel_names() -> list[str]:
@@ -136,13 +133,13 @@ def _chi2(q: Tensor, k: Tensor, p: Tensor, denominator) -> Tensor:
     return torch.exp(-_p(p, 0) * (d * d / den.clamp_min(_EPS)).sum(-1))
 
 
-#: chi-squared on signed inputs (issue 35). The standard kernel, exp(-s sum (x - y)^2 / (x + y)), is defined
+#: chi-squared on signed inputs. The standard kernel, exp(-s sum (x - y)^2 / (x + y)), is defined
 #: for non-negative x, y only (scikit-learn's `chi2_kernel`; Zhang et al., IJCV 2007); queries and keys are
 #: signed projections here. "chi_squared" is the standard kernel applied to the positive and negative parts
 #: [x+, x-] of each coordinate, which works out to the denominator |x| + |y|: equal to the standard kernel on
 #: non-negative inputs, a positive definite kernel on all inputs (a feature map composed with one), and on a
-#: pair of opposite signs its term is |x - y|, so it never blows up. "chi_squared_abs_of_sum" is the form icgd
-#: used before (SPEC 5's signed form with |x + y|): for opposite signs with x ~ -y its term explodes, so it
+#: pair of opposite signs its term is |x - y|, so it never blows up. "chi_squared_abs_of_sum" is the signed
+#: form with |x + y|, kept by name: for opposite signs with x ~ -y its term explodes, so it
 #: acts as a detector of which orthant a pair shares (what made it the "best" kernel on the quadrant data).
 #: The authors' public code has no chi-squared kernel (aarontwang/icl_attention_categorical, all commits).
 register_kernel(Kernel("chi_squared", lambda q, k, p, o: _chi2(q, k, p, lambda a, b: a.abs() + b.abs()), (1.0,),

@@ -6,8 +6,8 @@ One layer (block) maps tokens E (B, T, D) to
     E <- E + lambda * MLP(LN(E))           (only when mlp)
     E <- clip(E, -c, c)                    (only when clip is set)
 
-lambda is the dampening factor (SPEC 1, A.6; 1 = none). A recurrent stack applies one block n_layers times.
-`layers` gives each layer its own attention options (e.g. softmax then linear, the copying study, SPEC 3).
+lambda is the dampening factor (source 000, A.6; 1 = none). A recurrent stack applies one block n_layers times.
+`layers` gives each layer its own attention options (e.g. softmax then linear, source 000's copying study).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def check_layers(layers: LayerOverrides | None, attention: AttentionOptions, n_l
 class StackOptions(BaseModel):
     """Every option of a stack but its attention. `init_scale` sets the truncated-normal init of attention
     weights: std = sqrt(init_scale / d_model) (fan-in variance scaling), default init_scale = 0.002 / n_layers
-    (the official code's choice, SPEC 1). `layers` overrides attention options per layer (e.g.
+    (the official code's choice for source 000). `layers` overrides attention options per layer (e.g.
     [{kernel: softmax}, {kernel: linear}]; `kernels: [softmax, linear]` is the short form)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -9,7 +9,7 @@ The markup lives in Jinja2 templates shipped with the package (`templates/`: `pa
 `parts.html.j2` and the style sheet `report.css`), read through importlib.resources and autoescaped; this
 module reads the runs (`icgd.report.runs`) and turns them into the plain values the templates show. The
 figures are embedded as base64 PNG and a Content-Security-Policy forbids every load (`default-src 'none'`),
-so the page opens without a network and a browser names any reference that escaped (tests/test_report.py
+so the page opens without a network and a browser names any reference that escaped (tests/integration/test_report.py
 renders it in headless Chromium). The page has no script.
 """
 
@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from icgd.core.io import write_text
+from icgd.core.verdict import Verdict, count, verdict_of_row
 from icgd.report.runs import (
     _ENV_KEYS,
     MODES,
-    NOTES_FILE,
+    notes_files,
     SOURCE_TITLES,
     ReportError,
     Run,
@@ -131,11 +132,7 @@ def _description(name: str, runs: list[Run]) -> str:
 
 def _verdict(c: dict[str, Any]) -> str:
     """PASS, FAIL, inconclusive or untested (a report from before verdicts has PASS or FAIL only)."""
-    return c.get("verdict") or ("PASS" if c.get("passed") else "FAIL")
-
-
-def _count(claims: list[dict[str, Any]], verdict: str) -> int:
-    return sum(_verdict(c) == verdict for c in claims)
+    return verdict_of_row(c).value
 
 
 def _cell(run: Run, c: dict[str, Any] | None, inputs: Inputs) -> dict[str, Any] | None:
@@ -228,8 +225,8 @@ def build_page(runs: list[Run], notes: dict[str, list[tuple[str, str]]] | None =
     labels = {r.path: _run_label(r, runs) for r in runs}
     inputs = {r.path: claim_inputs(r) for r in runs}
     summary = [{"suite": r.suite, "anchor": _slug("suite", r.suite), "label": labels[r.path],
-                "passed": _count(r.claims, "PASS"), "failed": _count(r.claims, "FAIL"),
-                "inconclusive": _count(r.claims, "inconclusive"), "untested": _count(r.claims, "untested"),
+                "passed": count(r.claims, Verdict.PASS), "failed": count(r.claims, Verdict.FAIL),
+                "inconclusive": count(r.claims, Verdict.INCONCLUSIVE), "untested": count(r.claims, Verdict.UNTESTED),
                 "seconds": r.report.get("seconds", ""),
                 "path": str(r.path)} for r in runs]
     suites = []
@@ -238,9 +235,10 @@ def build_page(runs: list[Run], notes: dict[str, list[tuple[str, str]]] | None =
         names = list(dict.fromkeys(n for r in sruns for n in r.experiments))
         suites.append({
             "name": s, "anchor": _slug("suite", s), "source": _source_line(sruns[0]),
-            "tally": " · ".join(f"{labels[r.path]}: {_count(r.claims, 'PASS')} PASS / {_count(r.claims, 'FAIL')} FAIL"
-                                + "".join(f" / {n} {v}" for v in ("inconclusive", "untested")
-                                          if (n := _count(r.claims, v)))
+            "tally": " · ".join(f"{labels[r.path]}: {count(r.claims, Verdict.PASS)} PASS / "
+                                f"{count(r.claims, Verdict.FAIL)} FAIL"
+                                + "".join(f" / {n} {v}" for v in (Verdict.INCONCLUSIVE, Verdict.UNTESTED)
+                                          if (n := count(r.claims, v)))
                                 for r in sruns),
             "run_labels": [labels[r.path] for r in sruns],
             "experiments": [_experiment(s, n, sruns, labels, notes, inputs) for n in names],
@@ -249,7 +247,7 @@ def build_page(runs: list[Run], notes: dict[str, list[tuple[str, str]]] | None =
     env = _templates()
     return env.get_template("page.html.j2").render(
         title=title, version=__version__, runs=summary, suites=suites, notes_found=bool(notes),
-        notes_file=f"icgd/report/{NOTES_FILE}", generated=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        notes_file=", ".join(notes_files()), generated=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
 def write_report(paths: Iterable[str | Path], out: str | Path = "report.html") -> Path:

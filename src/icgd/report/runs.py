@@ -1,7 +1,7 @@
 """Reading the directories `icgd verify` writes, for the report: claims.json, each experiment's results.json,
 figures, report.md and per-seed tables, the environment; the results a claim's number is made of and their
-spread over seeds; the reproduction notes that ship with the package (`reproduction-notes.md` beside this
-module, which the documentation site's page of the same name includes)."""
+spread over seeds; the set-up notes that ship with each source (`notes.md` in its package, `notes_files`;
+the documentation site's page "reproduction notes" includes them)."""
 
 from __future__ import annotations
 
@@ -263,23 +263,48 @@ def _is_grid(frame: Any, col: str, keys: list[str]) -> bool:
     return bool((frame.groupby(keys, dropna=False)[col].nunique() > 1).any())
 
 
-#: where the notes ship: package data of icgd.report (docs/reproduction-notes.md includes this file)
-NOTES_FILE = "reproduction-notes.md"
+def notes_files(templates: bool = True) -> list[str]:
+    """The set-up notes that ship with the sources (package data, `Source.notes`), as package paths
+    ("icgd/sources/oswald/notes.md"), in the sources' order (without the template sources' unless
+    `templates`)."""
+    from icgd.experiments.catalog import load_sources
+
+    return [f"icgd/sources/{s.name}/{s.notes}" for s in load_sources().values()
+            if s.notes and (templates or not s.template)]
 
 
-def notes_text() -> str | None:
-    """The reproduction notes as shipped with the package, or None when they are not there."""
+def notes_text(templates: bool = True) -> str | None:
+    """Every source's set-up notes as shipped with the package, one after another, or None when there are
+    none."""
     from importlib.resources import files
 
-    try:
-        return files("icgd.report").joinpath(NOTES_FILE).read_text(encoding="utf-8")
-    except (FileNotFoundError, OSError):
-        return None
+    texts = []
+    for path in notes_files(templates):
+        package, name = path.rsplit("/", 1)
+        try:
+            texts.append(files(package.replace("/", ".")).joinpath(name).read_text(encoding="utf-8"))
+        except (FileNotFoundError, OSError, ModuleNotFoundError):
+            continue
+    return "\n\n".join(texts) if texts else None
+
+
+#: the first lines of docs/reproduction-notes.md, which `notes_page` writes above the sources' notes
+NOTES_PAGE_HEADER = (
+    "<!-- Generated from each source's set-up notes (src/icgd/sources/NAME/notes.md, shipped with the package so\n"
+    "that `icgd report` shows them beside the claims from any install); do not edit here: edit those files and\n"
+    "run `python3 -c 'from icgd.report.runs import notes_page; print(notes_page(), end=\"\")' >\n"
+    "docs/reproduction-notes.md` (tests/integration/test_docs.py checks it). -->\n")
+
+
+def notes_page() -> str:
+    """docs/reproduction-notes.md: every source's set-up notes, one after another (a page that reads the same
+    on the documentation site and on a code host)."""
+    return NOTES_PAGE_HEADER + "\n" + (notes_text(templates=False) or "No set-up notes are installed.\n")
 
 
 def reproduction_notes(path: Path | None = None) -> dict[str, list[tuple[str, str]]]:
     """{claim id: [(column, text), ...]}: the rows of the claim tables under the "### Suite" headings of the
-    reproduction notes (`path`, default the notes shipped with the package; a row may name several claims,
+    set-up notes (`path`, default every source's notes shipped with the package; a row may name several claims,
     comma-separated). {} when there are none."""
     text = path.read_text() if path is not None else notes_text()
     if text is None:

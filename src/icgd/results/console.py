@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
+from icgd.core.verdict import Verdict, count, verdict_of_row
+
 
 def authors(c: dict[str, Any]) -> str:
     """The claim's reference (the authors' value) as printed: '0.2065', '0.75 +- 0.05' for a figure read by
@@ -30,16 +32,14 @@ def measured(c: dict[str, Any]) -> str:
 
 
 def verdict(c: dict[str, Any]) -> str:
-    """PASS, FAIL or INCONCLUSIVE (seeds on both sides of the bar); reports before verdicts had PASS or FAIL."""
-    v = c.get("verdict") or ("PASS" if c.get("passed") else "FAIL")
-    return v.upper()
+    """The claim's verdict as a terminal shows it, in capitals: PASS, FAIL, INCONCLUSIVE or UNTESTED."""
+    return verdict_of_row(c).value.upper()
 
 
 def tally(claims: list[dict[str, Any]]) -> str:
     """'45 passed, 14 failed, 2 inconclusive, 1 untested' (the last parts only where there is one)."""
-    vs = [verdict(c) for c in claims]
-    out = f"{vs.count('PASS')} passed, {vs.count('FAIL')} failed"
-    return out + "".join(f", {vs.count(v.upper())} {v}" for v in ("inconclusive", "untested") if v.upper() in vs)
+    out = f"{count(claims, Verdict.PASS)} passed, {count(claims, Verdict.FAIL)} failed"
+    return out + "".join(f", {n} {v}" for v in (Verdict.INCONCLUSIVE, Verdict.UNTESTED) if (n := count(claims, v)))
 
 
 def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
@@ -66,13 +66,18 @@ def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
             claim.append(" [stricter]", style="magenta")
         claim.append(f": {c['claim']}")
         v = verdict(c)
-        result = Text(v, style={"PASS": "bold green", "FAIL": "bold red"}.get(v, "bold yellow"))
+        result = Text(v, style={Verdict.PASS: "bold green", Verdict.FAIL: "bold red"}.get(verdict_of_row(c), "bold yellow"))
         table.add_row(claim, Text(str(c["source"])), Text(measured(c)), Text(authors(c)),
                       Text(str(c["threshold"])), result)
     console.print(table)
     mode = report.get("mode", "quick" if report.get("quick") else "full")
     summary = Text(f"{tally(report['claims'])} ({mode} mode, {report['seconds']} s)", style="bold")
     console.print(summary)
+
+
+#: how a Markdown table shows each verdict (FAIL in bold, inconclusive in italics)
+_MARKDOWN = {Verdict.PASS: "PASS", Verdict.FAIL: "**FAIL**", Verdict.INCONCLUSIVE: "*inconclusive*",
+             Verdict.UNTESTED: "untested (premise)"}
 
 
 def format_markdown(report: dict[str, Any]) -> str:
@@ -83,7 +88,7 @@ def format_markdown(report: dict[str, Any]) -> str:
         name = f"`{c['id']}`: {c['claim']}" if c.get("id") else c["claim"]
         cells = [name + (" (stricter check)" if c.get("role") == "stricter" else ""), c["source"],
                  measured(c), authors(c), c["threshold"],
-                 {"PASS": "PASS", "FAIL": "**FAIL**", "UNTESTED": "untested (premise)"}.get(verdict(c), "*inconclusive*")]
+                 _MARKDOWN[verdict_of_row(c)]]
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -36,6 +36,20 @@ class SquaredErrorObjective:
     #: per-task measures reported beside the loss (names in `icgd.core.metrics.MEASURES`)
     metrics: ClassVar[tuple[str, ...]] = ()
     reference_kinds: ClassVar[tuple[str, ...]] = ("gd", "gd_per_step", "gdpp", "zero")
+    #: alignment metrics with the reference learner (prediction difference, sensitivities) apply
+    aligns: ClassVar[bool] = True
+    #: `sample` draws on the generator's device without reading anything back to the host, so a CUDA graph
+    #: can capture it (`icgd.train.graphed`); a task that has not been checked for it says False
+    sync_free_sampling: ClassVar[bool] = False
+    #: the registered task kind this one is a variant of (the same tokens, another distribution), so that the
+    #: model kinds that read that kind read this one; None: a kind of its own
+    variant_of: ClassVar[str | None] = None
+
+    @property
+    def prior(self) -> float | None:
+        """Where a learner's predictions start before reading the context (categorical tasks: 1 / C on each
+        entry); None: zero, the regression tasks' start."""
+        return None
 
     def evaluation_task(self):
         """The task whose episodes models are scored on: this one, unless the held-out targets differ from
@@ -56,6 +70,15 @@ class NextTokenObjective:
     metrics: ClassVar[tuple[str, ...]] = ()
     reference_kinds: ClassVar[tuple[str, ...]] = ("unigram",)
     aligns: ClassVar[bool] = False
+    sync_free_sampling: ClassVar[bool] = False
+    #: the registered task kind this one is a variant of (the same tokens, another distribution), so that the
+    #: model kinds that read that kind read this one; None: a kind of its own
+    variant_of: ClassVar[str | None] = None
+
+    @property
+    def prior(self) -> float | None:
+        """None: token tasks have no prior to subtract."""
+        return None
     dx: ClassVar[int] = 1
     dy: ClassVar[int] = 1
 

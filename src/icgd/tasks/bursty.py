@@ -1,6 +1,6 @@
 """Few-shot classification of symbol-label pairs in bursty sequences (Chan et al. 2022, "Data distributional
 properties drive emergent in-context learning in transformers"), the setting where in-context learning is
-known to emerge in small transformers; issue 36 uses it to compare vanilla and momentum attention.
+known to emerge in small transformers; `momentum-fewshot` uses it to compare vanilla and momentum attention.
 
 Items are symbols of `n_classes` classes, each class `exemplars` distinct tokens (token c * E + e is
 exemplar e of class c: a class is a set of tokens, the same in every sequence, that a model can learn in
@@ -13,7 +13,7 @@ context's items (which may be other exemplars of it) and copy the label that fol
 
 With `order="blocks"` the context is instead `shots` blocks, each the `ways` classes once in a random order:
 with one shot no class repeats (the non-bursty sequences of a warm start, `TrainConfig.warm_start`: the
-vanilla LMs of issue 36 never leave the guess's plateau on the bursty ones from scratch, and learn them at
+vanilla LMs of `momentum-fewshot` never leave the guess's plateau on the bursty ones from scratch, and learn them at
 once after the non-bursty ones, docs/sources/momentum.md).
 
 As a next-token task the inputs are the sequence but its last token (T = 2 * ways * shots + 1) and the

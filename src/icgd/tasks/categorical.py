@@ -1,4 +1,4 @@
-"""Categorical outcomes set by the quadrant of the covariates (SPEC 5; source 002, sec. 3-4).
+"""Categorical outcomes set by the quadrant of the covariates (source 002, sec. 3-4).
 
 Covariates x ~ U(-1, 1)^Dx; the quadrant of (x_1, x_2) (the first two coordinates; the others are
 distractors) sets the probabilities of the C categories, through a quadrant template drawn per task:
@@ -8,7 +8,7 @@ distractors) sets the probabilities of the C categories, through a quadrant temp
   others share the rest. For C = 3 there are 12 (3 categories for the diagonal x 2 diagonals x 2 ways to
   place the other two), of the form and number of the authors' code's list; no linear boundary separates
   the diagonal category from the others, which is what lets nonlinear kernels beat the linear one.
-- "halfplane": the near-linear counterpart (issue 35): one category dominates a half-plane (two adjacent
+- "halfplane": the near-linear counterpart: one category dominates a half-plane (two adjacent
   quadrants), two others one remaining quadrant each; 24 for C = 3. A linear score separates each category's
   region almost as well as any, so here "nonlinear kernels beat linear" need not hold.
 - "fixed": always the same XOR template (category C-1 on the (-,-)/(+,+) diagonal, category 0 on (-,+),

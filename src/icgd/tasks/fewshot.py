@@ -1,4 +1,4 @@
-"""Few-shot classification of held-out classes from real features (source 002, Fig. 5; SPEC 5).
+"""Few-shot classification of held-out classes from real features (source 002, Fig. 5).
 
 The classes of a feature set (`icgd.data.features`) are split once, by `split_seed`, into training and
 held-out classes; an episode draws `n_way` classes of its split, `n_shot` context examples and
@@ -48,7 +48,7 @@ def _split(name: str, split_seed: int, test_classes: int) -> tuple[Tensor, Tenso
     seen = torch.isin(labels, train)
     mean, std = x[seen].mean(0), x[seen].std(0)
     # a channel constant on the training classes is left unscaled (centred only): dividing by a clamped std of
-    # 1e-6 blew some held-out features up to norms of about 5e4 (issue 35)
+    # 1e-6 blew some held-out features up to norms of about 5e4
     std = torch.where(std > 1e-8 * std.max().clamp_min(1e-300), std, torch.ones_like(std))
     return train, test, (x - mean) / std / math.sqrt(x.shape[1])
 

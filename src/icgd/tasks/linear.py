@@ -1,4 +1,4 @@
-"""In-context linear regression (SPEC 1): teacher W ~ N(0, I) * teacher_scale, y = W x (+ noise)."""
+"""In-context linear regression (source 000, sec. 2): teacher W ~ N(0, I) * teacher_scale, y = W x (+ noise)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Multi-query associative recall (MQAR): key-value pairs in context, queried later, the standard probe of
-attention variants (Arora et al. 2023, "Zoology"); issue 36 uses it to compare vanilla and momentum
+attention variants (Arora et al. 2023, "Zoology"); `momentum-recall` uses it to compare vanilla and momentum
 attention where small models do learn in context.
 
 A sequence is `n_pairs` pairs k_1 v_1 ... k_N v_N, then `n_queries` probes of the keys, each followed by its
@@ -12,11 +12,11 @@ scored (their target is the value), the others carry target -1. Chance accuracy 
 answer that does not read the query key scores 1 / N (`guess_accuracy`): a value of the context, each as
 likely as the others.
 
-Why probes drawn independently (issue 36): an earlier version asked every key once, in a random order. Then
-the values already asked tell which remain, and a model that never reads the query key scores 1 / (N - i) at
-the i-th probe, (1 + 1/2 + ... + 1/N) / N over the sequence (0.52 at N = 4, 0.34 at N = 8). The quick-mode
-vanilla models had learnt exactly that (by probe index at N = 4, seed 0: 0.29, 0.37, 0.48, 0.97 against 0.25,
-0.33, 0.50, 1), and passed a premise measured against chance (1/32). Values are distinct so that their
+Why probes drawn independently: were every key asked once, in a random order, the values already asked would
+tell which remain, and a model that never reads the query key would score 1 / (N - i) at the i-th probe,
+(1 + 1/2 + ... + 1/N) / N over the sequence (0.52 at N = 4, 0.34 at N = 8). Quick-mode vanilla models
+trained on such probes learnt exactly that (by probe index at N = 4, seed 0: 0.29, 0.37, 0.48, 0.97 against
+0.25, 0.33, 0.50, 1), and passed a premise measured against chance (1/32). Values are distinct so that their
 frequencies tell nothing either.
 
 Episodes hold float ids (B, T, 1) in both the context and the query fields, as the text task's do, so the

@@ -1,4 +1,4 @@
-"""Sine-wave regression (SPEC 2; source 000, A.7): y = A sin(x - phi) with A, phi drawn per task."""
+"""Sine-wave regression (source 000, sec. 3 and A.7): y = A sin(x - phi) with A, phi drawn per task."""
 
 from __future__ import annotations
 

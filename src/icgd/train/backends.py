@@ -52,10 +52,10 @@ def fused_ineligible(config: TrainConfig) -> str | None:
         return f"model kind {m.kind!r} (it covers the kinds {covered})"
     if m.tokens != "concat":
         return f"{m.tokens} tokens (it covers concatenated tokens)"
-    if getattr(config.task, "prior", None) is not None:
+    if config.task.prior is not None:
         return "tokens start at a constant prior (categorical task); it covers tokens [x; y]"
-    if getattr(config.task, "objective", None) != "squared_error":
-        return f"objective {getattr(config.task, 'objective', None)!r} (it computes the squared error)"
+    if config.task.objective != "squared_error":
+        return f"objective {config.task.objective!r} (it computes the squared error)"
     if not config.fast:
         return "fast: false in the config"
     return fused.ineligible(config.stack_config())

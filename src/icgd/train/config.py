@@ -21,7 +21,7 @@ from pydantic.fields import FieldInfo
 from icgd.core.io import fingerprint
 from icgd.core.seeds import TRAIN_SEEDS, check_seeds
 from icgd.nn.stack import StackConfig
-from icgd.tasks import TASKS, LinearRegression
+from icgd.tasks import TASKS, LinearRegression, on_task_change
 from icgd.train.kinds import MODEL_KINDS, StrictSection, model_kind, on_change
 from icgd.train.models import (  # noqa: F401  (the model kinds' sections, registered on import; re-exported)
     DTYPES,
@@ -38,7 +38,8 @@ class ConfigError(ValueError):
 
 
 #: the kinds a config section may name (`model.kind`, `task.kind`); the first is the default. Model kinds
-#: register in `icgd.train.kinds` (the built-in ones in `icgd.train.models`, imported above)
+#: register in `icgd.train.kinds` (the built-in ones in `icgd.train.models`, imported above), task kinds in
+#: `icgd.tasks` (`register_task`)
 TASK_KINDS: dict[str, type[BaseModel]] = TASKS
 
 
@@ -56,8 +57,12 @@ def _model_union() -> Any:
     return _tagged_union({name: kind.config for name, kind in MODEL_KINDS.items()})
 
 
+def _task_union() -> Any:
+    return _tagged_union(TASK_KINDS)
+
+
 AnyModelConfig = _model_union()
-AnyTask = _tagged_union(TASK_KINDS)
+AnyTask = _task_union()
 
 
 class OptimConfig(StrictSection):
@@ -130,12 +135,12 @@ class TrainConfig(StrictSection):
     def _consistent(self) -> "TrainConfig":
         if self.train_set_size is not None and self.train_set_size < self.batch_size:
             raise ValueError(f"train_set_size={self.train_set_size} is smaller than batch_size={self.batch_size}")
-        kinds = getattr(self.task, "reference_kinds", ())
+        kinds = self.task.reference_kinds
         if self.eval.reference not in kinds:
             raise ValueError(f"eval.reference={self.eval.reference!r} does not apply to task kind "
                              f"{self.task.kind!r} (it has: {', '.join(kinds)})")
         reads = model_kind(self.model).tasks
-        if reads is not None and self.task.kind not in reads:
+        if reads is not None and self.task.kind not in reads and self.task.variant_of not in reads:
             raise ValueError(f"model kind {self.model.kind!r} reads tasks of kind {', '.join(reads)}, not "
                              f"task.kind={self.task.kind!r}")
         check = getattr(self.model, "check_task", None)  # a model kind's own limits on the task (e.g. its length)
@@ -181,6 +186,18 @@ def _rebuild_model_union() -> None:
 on_change(_rebuild_model_union)
 
 
+def _rebuild_task_union() -> None:
+    """Let `TrainConfig.task` (and a warm start's task) take the task kinds registered now (called by
+    `icgd.tasks` on a change)."""
+    WarmStart.model_fields["task"] = FieldInfo.from_annotated_attribute(_task_union(), ...)
+    WarmStart.model_rebuild(force=True)
+    TrainConfig.model_fields["task"] = FieldInfo.from_annotated_attribute(_task_union(), LinearRegression())
+    TrainConfig.model_rebuild(force=True)
+
+
+on_task_change(_rebuild_task_union)
+
+
 # ------------------------------------------------------------------------------------------- presets
 PRESETS: dict[str, dict[str, Any]] = {
     "lsa-1": {"name": "lsa-1", "model": {"n_layers": 1}, "optim": {"lr": 1e-3}, "steps": 5000},
@@ -204,15 +221,16 @@ PRESETS: dict[str, dict[str, Any]] = {
                  "optim": {"lr": 3e-3}, "steps": 4000, "batch_size": 256},
 }
 PRESET_DOCS = {
-    "lsa-1": "1-layer linear self-attention (SPEC 1 defaults: Adam 1e-3, batch 2048, fresh tasks)",
+    "lsa-1": "1-layer linear self-attention (source 000's defaults: Adam 1e-3, batch 2048, fresh tasks)",
     "lsa-2-recurrent": "one LSA layer applied twice (recurrent 2-layer)",
     "lsa-5": "5 separate LSA layers, Adam 5e-4, token clipping at 10, reference GD++",
     "softmax-2": "2 layers of 1-head softmax attention",
-    "sine-lsa": "sine waves: embedding + MLP + one LSA layer (SPEC 2)",
+    "sine-lsa": "sine waves: embedding + MLP + one LSA layer (source 000, Fig. 4)",
     "sine-gd": "sine waves: embedding + MLP + the GD construction with a learnt eta (the control)",
-    "copy-2": "interleaved tokens: softmax layer then linear layer, vs one GD step (SPEC 3)",
-    "lstm-2": "2-layer LSTM (32 units) read out at the query token, Adam 3e-3, batch 256, vs one GD step (SPEC 4)",
-    "bilstm-2": "2-layer bidirectional LSTM (32 units per direction), vs one GD step (SPEC 4)",
+    "copy-2": "interleaved tokens: softmax layer then linear layer, vs one GD step (source 000, Fig. 5)",
+    "lstm-2": "2-layer LSTM (32 units) read out at the query token, Adam 3e-3, batch 256, vs one GD step "
+              "(source 001)",
+    "bilstm-2": "2-layer bidirectional LSTM (32 units per direction), vs one GD step (source 001)",
 }
 
 

@@ -36,7 +36,7 @@ from icgd.train.checkpoint import CheckpointError, load_checkpoint, save_checkpo
 from icgd.train.config import TrainConfig, build_config, dump_config
 from icgd.train.data import TaskStream
 from icgd.train.evaluation import (
-    Reference,
+    TunedReference,
     build_reference,
     evaluate_seeds,
     load_reference,
@@ -73,7 +73,7 @@ class Stepper:
     static tensors, the batch drawn on the device, captured as a CUDA graph after `GRAPH_WARMUP` eager steps.
     graph: None picks it where it applies (ICGD_CUDA_GRAPH=0 in the environment turns it off), False never,
     True insists (ValueError where it cannot). `step_path` says which step runs and why. Should the capture fail
-    (an op the CPU checks of tests/test_graphed.py did not foresee), the same static step goes on eagerly on the
+    (an op the CPU checks of tests/unit/test_graphed.py did not foresee), the same static step goes on eagerly on the
     device, with a RuntimeWarning, and `step_path` (in the run's summary.json) says so."""
 
     #: eager steps of the graph step before its capture (the allocator and cuBLAS settle)
@@ -348,7 +348,7 @@ def _check_meta(meta: dict, config: TrainConfig, path: Path) -> None:
                               f"vs {config.seeds})")
 
 
-def _summary(config: TrainConfig, rows: list[dict], reference: Reference, step: int, status: str,
+def _summary(config: TrainConfig, rows: list[dict], reference: TunedReference, step: int, status: str,
              elapsed: float, steps_run: int, backend: Any, device: torch.device) -> dict[str, Any]:
     last = {r["seed"]: r for r in rows if r["step"] == max((x["step"] for x in rows), default=-1)}
     seeds = []

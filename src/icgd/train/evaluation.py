@@ -18,7 +18,11 @@ from icgd.train.rundir import RunDir
 
 
 @dataclass
-class Reference:
+class TunedReference:
+    """The reference learner a run is scored against (`eval.reference`: GD, GD++, the zero predictor, ...),
+    tuned on separate tasks, with its held-out loss. Not the authors' number of a claim
+    (`icgd.claims.references.Reference`)."""
+
     learner: Any
     loss: float
     ci95: tuple[float, float]
@@ -30,32 +34,32 @@ def reference_steps_of(config: TrainConfig) -> int:
     return config.eval.reference_steps or config.model.gd_steps
 
 
-def build_reference(config: TrainConfig, eval_eps: Episodes, tune_eps: Episodes) -> Reference:
+def build_reference(config: TrainConfig, eval_eps: Episodes, tune_eps: Episodes) -> TunedReference:
     """The explicit learner every seed is scored against, tuned on separate tasks (float64, CPU)."""
     learner = tune_reference(config.eval.reference, tune_eps, reference_steps_of(config))
     stat = evaluate(learner, eval_eps, loss=config.task.evaluation_task().loss)
-    return Reference(learner, stat.mean, stat.ci95)
+    return TunedReference(learner, stat.mean, stat.ci95)
 
 
-def load_reference(run: RunDir, config: TrainConfig, eval_eps: Episodes) -> Reference | None:
+def load_reference(run: RunDir, config: TrainConfig, eval_eps: Episodes) -> TunedReference | None:
     """The reference learner saved in the run directory (None when there is none)."""
     d = run.read_reference()
     if d is None:
         return None
     learner = reference_from(d)
     stat = evaluate(learner, eval_eps, loss=config.task.evaluation_task().loss)
-    return Reference(learner, stat.mean, stat.ci95)
+    return TunedReference(learner, stat.mean, stat.ci95)
 
 
 def evaluate_seeds(config: TrainConfig, params: dict[str, Tensor], eval_eps: Episodes,
-                   reference: Reference) -> list[dict[str, float]]:
+                   reference: TunedReference) -> list[dict[str, float]]:
     """Per-seed eval loss (+ CI) and alignment with the reference, on the same held-out tasks, on the
     training device: the loss in the training dtype, the alignment in float64 (the sensitivities are
     differences of nearby predictions)."""
     rows = []
     first = next(iter(params.values()))
     ev = eval_eps.to(first.device, first.dtype)
-    aligns = config.eval.reference != "zero" and getattr(config.task, "aligns", True)
+    aligns = config.eval.reference != "zero" and config.task.aligns
     n_align = min(config.eval.alignment_tasks, ev.batch_size) if aligns else 0
     ref_ep = eval_eps[:n_align].to(first.device, torch.float64)
     stats = fused_losses(config, params, ev)
@@ -101,7 +105,7 @@ def fused_losses(config: TrainConfig, params: dict[str, Tensor], ev: Episodes, c
                  ) -> list[Stat] | None:
     """Every seed's held-out loss (a Stat per seed) computed for all seeds at once by the fused training path
     (`fused_predictions`); None where that path does not compute the model (or `ev` has no targets), and the
-    losses are taken seed by seed. Equal to each seed's module to float rounding (tests/test_train.py). Why:
+    losses are taken seed by seed. Equal to each seed's module to float rounding (tests/integration/test_train.py). Why:
     one evaluation of 5 seeds of the 4-head MLP stack took 0.309 s seed by seed against 0.081 s for all seeds'
     predictions at once (`benchmarks/eval_cost.py`)."""
     from icgd.core.metrics import query_loss

@@ -1,6 +1,6 @@
 """The training step as one static computation, for a CUDA graph.
 
-Issue 37 measured icgd's `--device cuda` step bound by kernel launches: a step of a 1-layer LSA model is
+On `--device cuda` icgd's step is bound by kernel launches: a step of a 1-layer LSA model is
 some hundreds of small kernels (sampling, the fused forward and backward, clipping, Adam), each a few
 microseconds of work behind a launch. Here every piece of a step's state stays in a tensor that is updated
 in place (the weights, Adam's moments, the step count and the learning rates of every step), the batch is
@@ -17,7 +17,7 @@ note); a seed therefore does not give the same weights on the GPU path as on the
 which configs it takes: the fused backend, and the generic one (each seed's module through vmap) for the model
 kinds that declare `graph_capturable`; tasks that declare their sampling sync-free (`sync_free_sampling`);
 fresh tasks every step (a fixed training set indexes on the host). Both declarations are checked on the CPU
-(tests/test_graphed.py: no op of the step reads a value back to the host). Should a capture still fail on a
+(tests/unit/test_graphed.py: no op of the step reads a value back to the host). Should a capture still fail on a
 device, `engine.Stepper` goes on with the same static step run eagerly, and says so.
 """
 
@@ -48,7 +48,7 @@ def ineligible(config: TrainConfig, backend: Backend, device: torch.device | str
         return "a warm start (the batches change task midway)"
     if config.train_set_size is not None:
         return "a fixed training set (its batches are indexed on the host)"
-    if not getattr(config.task, "sync_free_sampling", False):
+    if not config.task.sync_free_sampling:
         return f"task kind {config.task.kind!r} does not declare sync-free sampling"
     return None
 

@@ -12,7 +12,7 @@ asks which class a config or a module is:
   own rule to the config at hand), "generic" always among them;
 - `tasks`: the task kinds it reads (None: any), checked when a config is validated;
 - `graph_capturable`: its generic-backend step reads nothing back to the host, so the CUDA graph step
-  (`icgd.train.graphed`) may capture it (tests/test_graphed.py checks each kind that says so, on the CPU);
+  (`icgd.train.graphed`) may capture it (tests/unit/test_graphed.py checks each kind that says so, on the CPU);
 - `example`: a small training config (a dict, as YAML would give it) that trains this kind: what the
   conformance tests train, and a starting point for a user.
 
@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from icgd.core.registry import Registry
 
 #: the training backends a kind may declare (fastest first; `icgd.train.backends.select` picks among them)
 BACKENDS = ("compiled", "fused", "generic")
@@ -78,15 +80,13 @@ class ModelKind:
 
 
 #: every registered kind by name, in registration order (the first is the default of a config)
-MODEL_KINDS: dict[str, ModelKind] = {}
+MODEL_KINDS: Registry[ModelKind] = Registry("model kind")
 _listeners: list[Callable[[], None]] = []
 
 
 def register_model_kind(kind: ModelKind) -> ModelKind:
     """Add `kind` to the registry (names are unique); configs accept it from then on."""
-    if kind.name in MODEL_KINDS:
-        raise ValueError(f"model kind {kind.name!r} is already registered")
-    MODEL_KINDS[kind.name] = kind
+    MODEL_KINDS.add(kind.name, kind)
     for listener in _listeners:
         listener()
     return kind
@@ -94,8 +94,7 @@ def register_model_kind(kind: ModelKind) -> ModelKind:
 
 def unregister_model_kind(name: str) -> None:
     """Remove a kind registered by `register_model_kind` (a notebook's or a test's own kind)."""
-    if name not in MODEL_KINDS:
-        raise ValueError(f"unknown model kind {name!r}")
+    MODEL_KINDS.lookup(name)
     del MODEL_KINDS[name]
     for listener in _listeners:
         listener()

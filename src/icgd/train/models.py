@@ -88,7 +88,7 @@ def _build_stack(config: TrainConfigLike, dtype: torch.dtype, device: Any, gener
 
 def _stack_learner(config: TrainConfigLike, module: nn.Module, name: str) -> Any:
     layout = TOKEN_LAYOUTS[config.model.tokens]
-    tokens = layout(prior=getattr(config.task, "prior", None)) if layout is ConcatTokens else layout()
+    tokens = layout(prior=config.task.prior) if layout is ConcatTokens else layout()
     return TransformerLearner(module, tokens, name=name)
 
 
@@ -101,7 +101,7 @@ register_model_kind(ModelKind(
 
 class FeatureLSAConfig(ModelSection):
     """Embedding (no bias) + residual MLP (GELU) + one LSA layer, or, with gd_control, the GD construction
-    on the MLP features with a learnt eta (SPEC 2; `icgd.learners.deep.FeatureLSA`)."""
+    on the MLP features with a learnt eta (source 000, Fig. 4; `icgd.learners.deep.FeatureLSA`)."""
 
     kind: Literal["mlp_lsa"]
     d_embed: int = Field(40, ge=2)
@@ -139,7 +139,7 @@ register_model_kind(ModelKind(
 
 class LSTMConfig(ModelSection):
     """An LSTM or bidirectional LSTM over the concatenated tokens, read out linearly at the query token
-    (SPEC 4; `icgd.learners.recurrent.LSTMLearner`). It is compared with one GD step by default."""
+    (source 001; `icgd.learners.recurrent.LSTMLearner`). It is compared with one GD step by default."""
 
     kind: Literal["lstm"]
     hidden: int = Field(32, ge=1, description="units per direction and layer")
@@ -161,7 +161,7 @@ register_model_kind(ModelKind(
 
 
 class KernelGDConfig(ModelSection):
-    """The source's "GD" model (SPEC 5; `icgd.learners.KernelGD`): kernel functional GD whose only learnt
+    """The source's "GD" model (source 002; `icgd.learners.KernelGD`): kernel functional GD whose only learnt
     weights are the learning rates (one per layer and output entry) and the kernel's parameters. The rates
     are divided by the task's N (`task.n_context`, fixed at training) except for a normalised kernel."""
 
@@ -173,7 +173,7 @@ class KernelGDConfig(ModelSection):
                             "free: its own rates")
     eta_init: float = Field(1.0, description="initial learning rate of every layer and entry")
     eta_init_std: float = Field(0.0, ge=0, description="plus this times N(0, 1), drawn per layer and entry from the "
-                                "seed's generator (the authors' later code: 0.002 / L around 0, issue 35)")
+                                "seed's generator (the authors' later code: 0.002 / L around 0)")
     kernel_init: tuple[float, ...] | None = Field(None, description="initial kernel parameters (default the kernel's)")
     kernel_options: dict[str, float] = Field(default_factory=dict)
     learn_kernel_params: bool = True
@@ -197,7 +197,7 @@ def _build_kernel_gd(config: TrainConfigLike, dtype: torch.dtype, device: Any,
         dy = config.task.dy
         etas = m.eta_init + m.eta_init_std * torch.randn(m.n_layers, dy, generator=generator, dtype=torch.float64)
     return KernelGD(m.kernel, etas, m.n_layers, config.task.dy, biases=biases, kernel_params=m.kernel_init,
-                    kernel_options=m.kernel_options, prior=getattr(config.task, "prior", 0.0),
+                    kernel_options=m.kernel_options, prior=config.task.prior or 0.0,
                     n_scale=config.task.n_context, learn_kernel_params=m.learn_kernel_params, dtype=dtype,
                     device=device, name="kernel_gd")
 

@@ -23,7 +23,7 @@ def lr_factor(cfg, step: int, total: int) -> float:
     rate drifts from this formula (measured over 20000 steps, warm-up 100: cosine up to 3.2e-12 relative,
     equal bit for bit at 523 of 20000 steps; linear 8.5e-13, 32 of 20000), which would move every trained
     weight at rounding level and part cached models from fresh ones; their state is also not a function of
-    the step alone, which the exact resume needs. tests/test_optim.py checks that they agree to 1e-11."""
+    the step alone, which the exact resume needs. tests/unit/test_optim.py checks that they agree to 1e-11."""
     if cfg.warmup_steps and step < cfg.warmup_steps:
         return (step + 1) / cfg.warmup_steps
     frac = (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps)

@@ -1,0 +1,38 @@
+"""The verdict of a claim: one type, read by the claims that give it and by every report that shows it."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+
+class Verdict(str, Enum):
+    """What a claim's measured number says of it. A `str`, so it is written to JSON as its value."""
+
+    #: the measure meets the bar, every seed and both ends of the interval too
+    PASS = "PASS"
+    #: the measure misses the bar, every seed and both ends of the interval too
+    FAIL = "FAIL"
+    #: seeds, or the ends of the interval, on both sides of the bar; or the results cannot resolve the measure
+    INCONCLUSIVE = "inconclusive"
+    #: the premise holds on no setting (the model did not learn): nothing is claimed
+    UNTESTED = "untested"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: the verdicts, in the order reports count them
+VERDICTS = tuple(Verdict)
+
+
+def verdict_of_row(row: dict[str, Any]) -> Verdict:
+    """The verdict of a claim row of a verify report; a report written before verdicts existed has only
+    "passed" (PASS or FAIL)."""
+    v = row.get("verdict")
+    return Verdict(v) if v else (Verdict.PASS if row.get("passed") else Verdict.FAIL)
+
+
+def count(rows: list[dict[str, Any]], verdict: Verdict) -> int:
+    """How many claim rows have `verdict`."""
+    return sum(verdict_of_row(r) is verdict for r in rows)

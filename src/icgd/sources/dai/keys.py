@@ -1,0 +1,20 @@
+"""The result keys that the claims of the ICL-vs-finetuning study read (`icgd.sources.dai.claims`)."""
+
+#: dai-icl-vs-ft: the measures of each data set ("{dataset}.{key}") and their mean over data sets
+#: ("mean.{key}"), the chosen demonstration seed's numbers
+KEYS = ("zsl_accuracy", "icl_accuracy", "ft_accuracy", "rec2ftp", "simaou_ft", "simaou_random",
+        "simaou_random_normal", "simam_before", "simam_after", "kendall_ft", "kendall_random",
+        "kendall_ft_example", "kendall_random_example")
+#: the mean over the data sets where the premise holds (`PREMISE_KEPT`); absent where it holds on none
+MEAN = "mean.{key}"
+DATASET = "{dataset}.{key}"
+#: the premise, per data set: ICL accuracy averaged over the demonstration seeds minus ZSL accuracy, on the
+#: test queries ("{dataset}.premise"), its bootstrap interval ("{dataset}.premise_interval"); the data sets
+#: run, and those where the interval lies above zero, which the comparison claims average over
+PREMISE = "premise"
+PREMISE_INTERVAL = "premise_interval"
+DATASETS = "datasets"
+PREMISE_KEPT = "premise.kept"
+#: bootstrap replicates ({key: [values]}) of every MEAN key and of each data set's premise inputs
+#: ("{dataset}.icl_accuracy_mean", "{dataset}.zsl_accuracy")
+BOOTSTRAP = "bootstrap"

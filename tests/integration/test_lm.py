@@ -1,0 +1,224 @@
+"""Source 003's language-model layer: offline loading with one-line errors, and ICL scoring whose prefix
+key/value cache gives the same label log-probabilities as running every sequence whole."""
+
+import json
+
+import pytest
+import torch
+
+from icgd.lm.models import PACKAGED, LMError, load_lm, locate
+
+
+def test_unknown_model_is_one_line():
+    with pytest.raises(LMError, match="neither a packaged model") as e:
+        locate("/no/such/model")
+    assert "\n" not in str(e.value)
+
+
+def test_corrupt_gguf_names_the_file(tmp_path):
+    pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00 not a real model")
+    with pytest.raises(LMError, match="cannot load the model file .*broken.gguf") as e:
+        load_lm(str(bad))
+    assert "\n" not in str(e.value)
+
+
+@pytest.fixture(scope="module")
+def smollm():
+    pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    try:
+        locate("smollm2-135m")
+    except LMError as e:
+        pytest.skip(str(e))
+    return load_lm("smollm2-135m")
+
+
+def test_prefix_cache_gives_the_same_label_logprobs(smollm):
+    from icgd.lm.icl import label_logprobs
+
+    prefix = ("Article: Stocks fell sharply as oil prices rose.\nTopic: business\n\n"
+              "Article: The striker scored twice in the cup final.\nTopic: sport\n\n")
+    queries = ["Article: Shares rose after record profits.\nTopic:", "Article: The goalkeeper was injured.\nTopic:"]
+    labels = [" business", " sport", " politics", " technology and science"]  # the last has several tokens
+    cached = label_logprobs(smollm, prefix, queries, labels, use_cache=True)
+    whole = label_logprobs(smollm, prefix, queries, labels, use_cache=False)
+    assert cached.shape == (2, 4) and torch.isfinite(cached).all() and (cached < 0).all()
+    torch.testing.assert_close(cached, whole, rtol=0, atol=2e-3)
+    assert cached[0].argmax() == 0 and cached[1].argmax() == 1  # the demonstrations' labels, in context
+    assert PACKAGED["smollm2-135m"].file.endswith(".gguf")
+
+
+@pytest.mark.parametrize("name", sorted(PACKAGED))
+def test_every_packaged_model_scores_past_its_window_with_the_prefix_cache(name, smollm):
+    """Each packaged model whose package is installed: a prefix longer than its attention window (Gemma 3's
+    sliding-window layers: 512 tokens) scored through the prefix cache, rolled back after every query, equals
+    every sequence run whole (Gemma 3 crashed in the roll-back before)."""
+    from icgd.lm.icl import score
+
+    try:
+        locate(name)
+    except LMError as e:
+        pytest.skip(str(e))
+    lm = smollm if name == "smollm2-135m" else load_lm(name)
+    window = getattr(lm.model.config, "sliding_window", None) or 512
+    words = lm.tokenizer(" ".join(["the market rose and the team won"] * 200), add_special_tokens=False)["input_ids"]
+    prefix = words[:window + 64]
+    queries = [lm.tokenizer(t, add_special_tokens=False)["input_ids"] for t in (" Topic:", " The topic is")]
+    labels = [lm.tokenizer(t, add_special_tokens=False)["input_ids"] for t in (" sport", " business and money")]
+    assert len(prefix) > window and len(labels[1]) > 1  # past the window; a label of several tokens
+    cached = score(lm, prefix, queries, labels, use_cache=True, record=True)
+    whole = score(lm, prefix, queries, labels, use_cache=False, record=True)
+    assert torch.isfinite(cached.logp).all()
+    torch.testing.assert_close(cached.logp, whole.logp, rtol=0, atol=2e-3)
+    batched = score(lm, prefix, queries, labels, batch=3, record=True)  # side by side, one row of padding
+    torch.testing.assert_close(batched.logp, cached.logp, rtol=0, atol=2e-3)
+    # the recorded scores to the prefix too (Gemma 3's crashed once its cache held only the window): keys a
+    # sliding-window layer cannot attend are -inf in both, the rest equal
+    a, b = cached.prefix_scores, whole.prefix_scores
+    assert a.shape == b.shape == (2, lm.model.config.num_hidden_layers, len(prefix))
+    seen = torch.isfinite(a)
+    assert torch.equal(seen, torch.isfinite(b)) and seen[:, :, -8:].all()
+    assert seen.all() == (getattr(lm.model.config, "sliding_window", None) is None)
+    torch.testing.assert_close(a[seen], b[seen], rtol=1e-3, atol=2e-2)
+    c = batched.prefix_scores
+    assert torch.equal(torch.isfinite(c), seen)
+    torch.testing.assert_close(c[seen], a[seen], rtol=1e-3, atol=2e-2)
+
+
+@pytest.fixture(scope="module")
+def dai_smoke(smollm, tmp_path_factory):
+    """`icgd verify dai --smoke` once, on the loaded model, into a temporary directory."""
+    from icgd.claims.runner import verify
+
+    out = tmp_path_factory.mktemp("dai")
+    return out, verify("dai", out, smoke=True, options={"model": smollm})
+
+
+def test_dai_suite_measures_every_claim(dai_smoke):
+    out, res = dai_smoke
+    assert res["suite"] == "dai" and len(res["claims"]) == 9 and res["model"] == "smollm2-135m"
+    premise = res["claims"][0]
+    assert premise["id"] == "premise-icl-beats-zsl" and "note" not in premise
+    results = json.loads((out / "dai-icl-vs-ft" / "results.json").read_text())
+    kept = results["premise.kept"]
+    assert kept == (["bbc-news"] if premise["interval"][0] > 0 else [])
+    for c in res["claims"]:
+        assert c["verdict"] in ("PASS", "FAIL", "inconclusive", "untested") and "interval" in c, c
+        if kept:
+            assert "note" not in c, c  # no claim lacks its number
+            assert isinstance(c["measured"], float), c  # nan allowed: smoke runs may have nothing to count
+        elif c is not premise:  # the premise failed: the comparison is left out, and says why
+            assert "premise" in c["note"] and c["verdict"] == "untested", c
+        if c["interval"] is not None:
+            low, high = c["interval"]
+            op, bar = c["threshold"].split()
+            holds = [(v > float(bar)) if op == ">" else (v < float(bar)) for v in (low, high)]
+            assert low <= high and (c["verdict"] == "inconclusive") == (holds[0] != holds[1]), c
+    assert (out / "dai-icl-vs-ft" / "report.md").is_file()
+    assert (out / "dai-icl-vs-ft" / "layers_bbc-news.png").is_file()
+
+
+def test_dai_premise_per_model_and_data_set(smollm, tmp_path):
+    """`dai-premise` in smoke mode: its table and result keys recomputed from its per-query table."""
+    import pandas as pd
+
+    from icgd.experiments.runner import run_experiment
+
+    out = tmp_path / "premise"
+    run_experiment("dai-premise", out, cache=tmp_path / "_train", smoke=True,
+                   options={"model": smollm, "data": ["bbc-news"]})
+    res = json.loads((out / "results.json").read_text())
+    q = pd.read_parquet(out / "premise.parquet")
+    assert set(q.model) == {"smollm2-135m"} and q.demo_seed.nunique() == 2
+    diff = q.groupby("demo_seed").icl_correct.mean().mean() - q[q.demo_seed == 0].zsl_correct.mean()
+    assert res["smollm2-135m.bbc-news.premise"] == pytest.approx(diff)
+    low, high = res["smollm2-135m.bbc-news.premise_interval"]
+    assert low <= high
+    assert res["smallest_model_where_premise_holds"] == ("smollm2-135m" if low > 0 else None)
+    assert (out / "premise.png").is_file()
+
+
+def test_lr_selection_table_where_no_chosen_rate_raised_its_loss(dai_smoke):
+    import pandas as pd
+
+    out, _ = dai_smoke
+    sel = pd.read_parquet(out / "dai-icl-vs-ft" / "lr_selection.parquet")
+    assert list(sel.columns) == ["dataset", "seed", "lr", "loss_before", "loss_after", "validation_accuracy",
+                                 "converged", "chosen"]
+    assert len(sel) == 2 and sel.chosen.sum() == 1  # the smoke grid: two rates, one chosen
+    chosen = sel[sel.chosen].iloc[0]
+    assert chosen.converged and chosen.loss_after <= chosen.loss_before
+    assert (sel.converged == (sel.loss_after <= sel.loss_before)).all()
+
+
+def test_select_lr_rejects_rates_whose_loss_rose_or_is_not_finite():
+    from icgd.sources.dai.study import select_lr
+
+    def rows(*after_acc):
+        return [{"lr": lr, "loss_before": 4.5, "loss_after": a, "validation_accuracy": acc}
+                for lr, (a, acc) in zip((1e-3, 1e-2, 1e-1), after_acc)]
+
+    table = rows((4.4, 0.60), (4.0, 0.70), (9.27, 0.90))  # the best accuracy at a rate that diverged
+    assert select_lr(table, "tweets") == 1e-2
+    assert [r["chosen"] for r in table] == [False, True, False] and not table[2]["converged"]
+    assert select_lr(rows((4.4, 0.6), (float("nan"), 0.9), (4.4, 0.6)), "x") == 1e-3  # ties: the first
+    with pytest.raises(ValueError, match="converged at no learning rate") as e:
+        select_lr(rows((4.6, 0.6), (float("inf"), 0.7), (9.0, 0.8)), "tweets")
+    assert "\n" not in str(e.value) and "tweets" in str(e.value)
+
+
+def test_rec2ftp_recomputed_from_the_per_query_table(dai_smoke):
+    """Rec2FTP from queries.parquet with pandas alone, per demonstration seed, equals the run's numbers."""
+    import json
+
+    import pandas as pd
+
+    out, _ = dai_smoke
+    run = out / "dai-icl-vs-ft"
+    q = pd.read_parquet(run / "queries.parquet")
+    for col in ("dataset", "demo_seed", "query_id", "gold", "zsl_pred", "icl_pred", "ft_pred", "zsl_correct",
+                "icl_correct", "ft_correct"):
+        assert col in q.columns, col
+    assert q.zsl_correct.dtype == bool and (q.icl_correct == (q.icl_pred == q.gold)).all()
+    results = json.loads((run / "results.json").read_text())
+    table = pd.read_csv(run / "datasets.csv")
+    per_seed, counted = [], 0
+    for (dataset, seed), g in q.groupby(["dataset", "demo_seed"]):
+        fixed = g[g.ft_correct & ~g.zsl_correct]  # what FT corrects from ZSL
+        both = fixed.icl_correct.sum()
+        counted += len(fixed)
+        if len(fixed):
+            per_seed.append(100 * both / len(fixed))
+        if g.chosen_seed.all():
+            measured = results[f"{dataset}.rec2ftp"]
+            if len(fixed):
+                assert measured == pytest.approx(100 * both / len(fixed))
+            else:
+                assert measured != measured  # NaN: nothing to recall
+            assert results[f"{dataset}.rec2ftp_denominator"] == len(fixed)
+            assert table[table.dataset == dataset].icl_accuracy.item() == pytest.approx(g.icl_correct.mean())
+    assert counted > 0  # some seed has queries FT corrects, so the values below are numbers
+    assert results["bbc-news.rec2ftp_mean"] == pytest.approx(sum(per_seed) / len(per_seed))
+    assert results["bbc-news.rec2ftp_max"] == pytest.approx(max(per_seed))
+
+
+def test_dai_rerun_reads_the_cache(dai_smoke, smollm, monkeypatch):
+    """A second run with the same cache gives identical results without scoring or finetuning again."""
+    import json
+
+    import icgd.sources.dai.study as C
+    from icgd.experiments.runner import run_experiment
+
+    def recomputed(*a, **k):
+        raise AssertionError("a cached stage was computed again")
+
+    monkeypatch.setattr(C, "score", recomputed)
+    monkeypatch.setattr(C, "finetune_kv", recomputed)
+    out, _ = dai_smoke
+    first = json.loads((out / "dai-icl-vs-ft" / "results.json").read_text())
+    again = run_experiment("dai-icl-vs-ft", out / "again", cache=out / "_train", smoke=True, options={"model": smollm})
+    same = [json.dumps({k: v for k, v in r.items() if k != "seconds"}, sort_keys=True) for r in (again, first)]
+    assert same[0] == same[1]  # compared as JSON text: nan equals nan there

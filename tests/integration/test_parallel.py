@@ -1,0 +1,166 @@
+"""Training a suite's declared models side by side (`icgd verify --workers N`): the same weights and results
+as a serial run, nothing trained twice, failures reported, undeclared models refused."""
+
+import json
+
+import pytest
+import torch
+
+from icgd.claims.base import Claim, suite
+from icgd.claims.runner import verify
+from icgd.experiments.parallel import Job, planned, train_side_by_side
+from icgd.experiments.registry import ExperimentContext, register
+from icgd.scale import distributed
+from icgd.train.config import build_config
+from icgd.train.engine import Stepper
+
+_EVAL = {"every": 10, "n_tasks": 64, "n_tune": 64, "alignment_tasks": 16}
+
+
+def _pair_models(ctx: ExperimentContext):
+    """Two small models on different paths: one head (compiled where it compiles), and 2 heads + MLP +
+    LayerNorm (fused)."""
+    return {name: build_config({"name": name, "model": model, "steps": 20, "batch_size": 64, "seeds": ctx.seeds,
+                                "eval": _EVAL})
+            for name, model in (("pair-a", {"n_layers": 2}),
+                                ("pair-b", {"n_layers": 2, "n_heads": 2, "mlp": True, "layer_norm": True}))}
+
+
+@register("test-pair", "two small declared models", "tests", 0.1, 0.1, models=_pair_models)
+def _pair(ctx: ExperimentContext) -> None:
+    configs = _pair_models(ctx)
+    for name in ("pair-a", "pair-b"):
+        res = ctx.train(name, configs[name])
+        ctx.result(f"{name}.final", res.summary["seeds"][0]["final_eval_loss"])
+
+
+@suite("test-pair-suite")
+def _pair_suite():
+    return [Claim(f"{n}-finite", "finite", "tests", "test-pair", lambda r, n=n: r["test-pair"][f"{n}.final"],
+                  "<", 1e9, "finite") for n in ("pair-a", "pair-b")]
+
+
+@register("test-undeclared", "trains a model it does not declare", "tests", 0.1, 0.1,
+          models=lambda ctx: {"declared": build_config({"name": "declared", "steps": 2, "batch_size": 8,
+                                                        "seeds": ctx.seeds, "eval": _EVAL})})
+def _undeclared(ctx: ExperimentContext) -> None:
+    ctx.train("other", build_config({"name": "other", "steps": 2, "batch_size": 8, "seeds": ctx.seeds, "eval": _EVAL}))
+
+
+def _weights(run_root):
+    return {p.parent.name: p.read_bytes() for p in sorted((run_root / "_train").glob("*/checkpoint.safetensors"))}
+
+
+def test_side_by_side_equals_serial_and_trains_nothing_twice(tmp_path):
+    serial = verify("test-pair-suite", tmp_path / "serial", quick=True, seeds=[0, 1])
+    side = verify("test-pair-suite", tmp_path / "side", quick=True, seeds=[0, 1], workers=2)
+    assert [c["measured"] for c in side["claims"]] == [c["measured"] for c in serial["claims"]]
+    a, b = _weights(tmp_path / "serial"), _weights(tmp_path / "side")
+    assert len(a) == 2 and a == b  # the same run directories, bit-for-bit the same weights
+    rec = side["profile"]["side_by_side"]
+    assert rec["workers"] == 2 and sorted(m["model"] for m in rec["models"]) == ["pair-a", "pair-b"]
+    assert all(m["status"] == "completed" for m in rec["models"])
+    assert "side_by_side" not in serial["profile"]
+    # the experiment found both models cached: it loaded them, trained nothing
+    sections = {(r["experiment"], r["section"]) for r in side["profile"]["rows"]}
+    assert ("test-pair", "load cached model") in sections and ("test-pair", "train steps") not in sections
+    # a second run plans nothing
+    assert planned(["test-pair"], tmp_path / "side", tmp_path / "side" / "_train", "quick", [0, 1]) == []
+    again = verify("test-pair-suite", tmp_path / "side", quick=True, seeds=[0, 1], workers=2)
+    assert again["profile"]["side_by_side"]["models"] == []
+
+
+def test_training_does_not_depend_on_the_thread_count():
+    """What makes side-by-side workers (fewer threads each) give a serial run's weights."""
+    cfg = build_config({"name": "t", "model": {"n_layers": 2, "n_heads": 4, "mlp": True, "layer_norm": True},
+                        "steps": 10, "batch_size": 512, "seeds": [0, 1]})
+    before = torch.get_num_threads()
+    out = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            st = Stepper(cfg)
+            for i in range(3):
+                st.step(i)
+            out.append({k: v.detach().clone() for k, v in st.params.items()})
+    finally:
+        torch.set_num_threads(before)
+    assert all(torch.equal(out[0][k], out[1][k]) for k in out[0])
+
+
+@pytest.mark.parametrize("engine", ["process", pytest.param("ray", marks=pytest.mark.skipif(
+    not distributed.available(), reason='Ray is not installed (pip install -e ".[ray]")'))])
+def test_a_failing_model_is_reported_and_the_others_train(tmp_path, engine):
+    cfg = build_config({"name": "ok", "steps": 4, "batch_size": 8, "seeds": [0], "eval": _EVAL})
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the run directory should be")
+    records = train_side_by_side([Job("bad", blocked, cfg), Job("ok", tmp_path / "ok", cfg)], 2, quiet=True,
+                                 engine=engine)
+    by = {r["model"]: r for r in records}
+    assert by["bad"]["status"] == "failed" and by["bad"]["error"]
+    assert by["ok"]["status"] == "completed"
+    assert json.loads((tmp_path / "ok" / "summary.json").read_text())["status"] == "completed"
+    with pytest.raises(ValueError, match="workers"):
+        train_side_by_side([Job("ok", tmp_path / "ok", cfg)], 0)
+
+
+def test_an_undeclared_model_is_refused(tmp_path):
+    from icgd.experiments.runner import run_experiment
+
+    with pytest.raises(RuntimeError, match="not among the models the experiment declares"):
+        run_experiment("test-undeclared", tmp_path / "u", smoke=True, seeds=[0])
+
+
+def test_trained_on_uses_models_trained_elsewhere(tmp_path):
+    """`icgd reproduce --trained-on cuda`: a model that finished under the cuda fingerprint is loaded, not
+    retrained here; one that did not trains on --device; results.json says which device trained each, from the
+    run's summary. (No GPU here: the 'cuda' run directory is made by training on the CPU into the path a GPU run
+    would use, its summary then written as a GPU's.)"""
+    from icgd.experiments.runner import run_experiment
+    from icgd.train.config import config_fingerprint
+    from icgd.train.runs import train_into
+
+    cache = tmp_path / "_train"
+    ctx = ExperimentContext(tmp_path / "plan", cache, "quick", [0, 1], create=False)
+    a = _pair_models(ctx)["pair-a"]
+    gpu_run = cache / f"pair-a-{config_fingerprint(a, 'cuda')}"
+    trained = train_into(gpu_run, a, "cpu").summary["seeds"][0]["final_eval_loss"]
+    summary = json.loads((gpu_run / "summary.json").read_text())  # as a GPU writes it: which device is read here
+    (gpu_run / "summary.json").write_text(json.dumps(summary | {"device": "cuda:0",
+                                                                "segments": [{"device": "cuda", "from_step": 0}]}))
+    res = run_experiment("test-pair", tmp_path / "out", cache, quick=True, seeds=[0, 1], trained_on="cuda")
+    assert res["trained_on"] == {"pair-a": "cuda", "pair-b": "cpu"}
+    assert res["pair-a.final"] == trained
+    assert not (cache / f"pair-a-{config_fingerprint(a)}").exists()  # nothing retrained on the CPU
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["trained_on"]["pair-a"] == "cuda"
+    # without --trained-on the CPU's own model trains, and results.json has no trained_on
+    plain = run_experiment("test-pair", tmp_path / "plain", cache, quick=True, seeds=[0, 1])
+    assert (cache / f"pair-a-{config_fingerprint(a)}").is_dir() and "trained_on" not in plain
+
+
+@register("test-long", "a short and a very long declared model", "tests", 0.1, 0.1,
+          models=lambda ctx: {name: build_config({"name": name, "steps": steps, "batch_size": 64, "seeds": ctx.seeds,
+                                                  "eval": _EVAL, "checkpoint_every": 1000})
+                              for name, steps in (("short", 20), ("long", 10**7))})
+def _long(ctx: ExperimentContext) -> None:
+    raise AssertionError("only its models are trained here")
+
+
+def test_train_declared_stops_on_budget_and_keeps_the_checkpoint(tmp_path):
+    """benchmarks/train_declared.py (what a GPU machine runs): what finishes is completed, what runs at the budget
+    checkpoints on SIGTERM (status interrupted, its steps saved), and the records say so."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import train_declared
+
+    out = tmp_path / "records.json"
+    assert train_declared.main(["test-long", "--device", "cpu", "--cache", str(tmp_path / "_train"), "--budget", "30",
+                                "--workers", "2", "--json", str(out)]) == 0
+    recs = {r["model"]: r for r in json.loads(out.read_text())["models"]}
+    assert recs["short"]["status"] == "completed" and recs["short"]["steps"] == 20
+    long = recs["long"]
+    assert long["status"] == "interrupted" and 0 < long["steps"] < 10**7
+    assert (tmp_path / "_train" / long["run"] / "checkpoint.safetensors").is_file()  # saved at the stop
+    assert json.loads((tmp_path / "_train" / long["run"] / "summary.json").read_text())["steps"] == long["steps"]
