@@ -16,4 +16,4 @@ says what to copy and what the conformance tests then check. No source imports a
 """
 
 #: the source packages of this repository, in the order the docs number them
-SOURCES = ("oswald", "blog", "categorical", "dai", "momentum")
+SOURCES = ("oswald", "blog", "categorical", "dai", "momentum", "template")
