@@ -30,6 +30,7 @@ def test_the_import_contracts_hold():
     ("tasks/linear.py", "from icgd.experiments import registry", "floors"),  # a floor reaching up
     ("experiments/common.py", "from icgd.sources import dai", "floors"),  # the shared floor reading a source
     ("sources/blog/eta.py", "from icgd.sources.oswald import keys", "sources"),  # one source reading another
+    ("sources/template/gd_step.py", "from icgd.sources.momentum import paired", "sources"),  # the template too
     ("nn/stack.py", "import transformers", "transformers"),  # the heavy library outside icgd.lm
 ])
 def test_a_wrong_way_import_breaks_a_contract(tmp_path, where, line, broken):
