@@ -185,7 +185,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     cache = Path(args.cache) if args.cache else out.parent / f"_train{suffix}"
     results = run_experiment(exp.name, out, cache, quick=args.quick, seeds=args.seeds, device=_device(args.device),
                              quiet=args.quiet, smoke=args.smoke, options=_options(args),
-                             trained_on=args.trained_on)
+                             trained_on=args.trained_on, store=None if args.retrain else "default")
     print((out / "report.md").read_text())
     print(f"tables, figures (PNG, SVG), results.json and report.md in {out} ({results['seconds']} s)")
     return 0
@@ -240,7 +240,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{_mode_suffix(args)}"
     report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=_device(args.device),
                     quiet=args.quiet or args.json, cache=args.cache, smoke=args.smoke, options=_options(args),
-                    workers=args.workers, address=args.address)
+                    workers=args.workers, address=args.address, retrain=args.retrain)
     write_json(out / "claims.json", report)
     write_text(out / "claims.md", format_markdown(report))
     if args.json:
@@ -254,6 +254,77 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(format_breakdown(report["profile"]))
     # untested claims (premise not met) claim nothing, so they do not fail --strict
     return 1 if args.strict and not all(c["passed"] or c["verdict"] == "untested" for c in report["claims"]) else 0
+
+
+def cmd_store(args: argparse.Namespace) -> int:
+    """`icgd store list | check | add RUN...`: the model store (docs/store.md)."""
+    from pathlib import Path
+
+    from icgd.train.store import ModelStore, default_store
+
+    store = ModelStore(args.store) if args.store else default_store()
+    if store is None:
+        raise UsageError("no model store here: name one with --store DIR (or $ICGD_STORE); a clone of the "
+                         "repository has zoo/")
+    if args.action == "add":
+        if not args.runs:
+            raise UsageError("icgd store add needs the finished run directories to keep")
+        for run in args.runs:
+            m = store.add(Path(run))
+            print(f"{m.key}: {m.entry['device']}, {m.entry['steps']} steps, "
+                  f"{sum(f['bytes'] for f in m.entry['files'].values()) / 1e6:.2f} MB")
+        return 0
+    if args.action == "missing":
+        return _store_missing(store)
+    models = store.models()
+    if args.action == "check":
+        for m in models:
+            store.check(m)  # a StoreError is one line and exit 2
+        print(f"{len(models)} models, every file as the manifest says ({store.size() / 1e6:.1f} MB)")
+        return 0
+    for m in models:
+        e = m.entry
+        print(f"{m.key:<40} {e['device']:<9} {e['steps']:>7} steps  {(e.get('seconds') or 0) / 60:6.1f} min  "
+              f"{e['commit'][:10]}")
+    for name, why in store.manifest["missing"].items():
+        print(f"{name:<40} missing: {why}")
+    print(f"{len(models)} models, {store.size() / 1e6:.1f} MB in {store.root}")
+    return 0
+
+
+def _store_missing(store: Any) -> int:
+    """Every model a full-mode experiment declares that the store does not hold (once, however many
+    experiments share it), with the experiments that train it and their estimated full-mode time on 2 CPU
+    cores (an experiment's models share that time)."""
+    from pathlib import Path
+
+    from icgd.experiments.catalog import load_sources, source_of
+    from icgd.experiments.registry import ExperimentContext
+    from icgd.experiments.runner import experiments
+    from icgd.train.store import store_key
+
+    load_sources()
+    missing: dict[str, tuple[str, list[str]]] = {}
+    held: set[str] = set()
+    minutes: dict[str, float] = {}
+    for name, exp in sorted(experiments().items()):
+        src = source_of(exp.fn.__module__)
+        if exp.models is None or src is None or src.template:
+            continue
+        ctx = ExperimentContext(Path("plan"), Path("plan"), "full", exp.seeds("full"), create=False)
+        for label, config in exp.models(ctx).items():
+            key, _ = store_key(label, config)
+            if store.find(label, config) is not None:
+                held.add(key)
+            else:
+                missing.setdefault(key, (label, []))[1].append(name)
+                minutes[name] = exp.full_minutes
+    for key, (label, names) in sorted(missing.items(), key=lambda kv: kv[1][1][0]):
+        print(f"{label:<28} {', '.join(f'{n} ({minutes[n]:g} min)' for n in names)}")
+    print(f"{len(missing)} full-mode models missing from the store, {len(held)} held (the minutes are each "
+          "experiment's estimate on 2 CPU cores, all its models together); experiments that declare no models "
+          "(they load a pretrained LM) are not listed")
+    return 0
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -336,6 +407,8 @@ def _add_study_options(p: argparse.ArgumentParser, out_help: str, cache_default:
                                   "files with columns text, label (default bbc-news; full mode adds tweets)")
     p.add_argument("--cache", help=f"where trained models are cached (default {cache_default}); studies that "
                                    "train the same configs can share one")
+    p.add_argument("--retrain", action="store_true", help="train every model, ignoring the model store (zoo/, "
+                                                          "docs/store.md), which is only read, never written")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -464,6 +537,17 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "runs/verify-*/ holding a claims.json)")
     rp.add_argument("--out", default="report.html", help="the HTML file to write (default report.html)")
     rp.set_defaults(func=cmd_report)
+
+    st = sub.add_parser("store", help="the model store: list, check or add trained models",
+                        description="The trained models kept with the code (zoo/): full mode takes a model from "
+                                    "it when its config equals the plan's. list: what it holds; missing: the "
+                                    "full-mode models it lacks, with their cost; check: every file against its "
+                                    "sha256; add RUN...: keep finished run directories (of a model cache), their "
+                                    "weights without the optimiser.")
+    st.add_argument("action", choices=("list", "check", "add", "missing"))
+    st.add_argument("runs", nargs="*", help="run directories to add")
+    st.add_argument("--store", help="the store's folder (default $ICGD_STORE, else the checkout's zoo/)")
+    st.set_defaults(func=cmd_store)
     return parser
 
 

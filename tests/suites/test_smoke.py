@@ -35,6 +35,9 @@ def test_every_claim_reads_a_result_its_experiments_write(suite, tmp_path):
     by_id = {c["id"]: c for c in report["claims"]}
     no_seeds = [c.id for c in SUITES[suite]() if c.per_seed is not None and by_id[c.id]["seeds"] is None]
     assert not no_seeds, no_seeds
+    # every model the suite used says where it came from (a smoke run's models are not in the store: trained)
+    assert all(set(m) == {"name", "fingerprint", "from", "commit", "device"} and m["from"] == "trained"
+               for m in report["models"]), report["models"]
     # the time breakdown covers the whole run: every experiment, and its sections add up to the wall time
     prof = report["profile"]
     assert set(prof["by_experiment"]) == {c.experiment for c in SUITES[suite]()} | {"(claims)"}

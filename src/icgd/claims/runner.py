@@ -22,8 +22,8 @@ def suite_names() -> list[str]:
 
 def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | None = None, device: str = "cpu",
            quiet: bool = True, cache: str | Path | None = None, smoke: bool = False,
-           options: dict[str, Any] | None = None, workers: int = 1, address: str | None = None
-           ) -> VerifyReport:
+           options: dict[str, Any] | None = None, workers: int = 1, address: str | None = None,
+           retrain: bool = False) -> VerifyReport:
     """Run every experiment the suite needs (reusing cached models) and check its claims.
 
     cache: where trained models are cached (default out/_train). smoke: a handful of steps and tasks, to
@@ -34,7 +34,11 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     `.claims_frame()` gives the claims as a pandas DataFrame.
     workers > 1 (or a Ray cluster `address`): first train the models the experiments declare, that many side by
     side (`icgd.experiments.parallel`: on Ray when it is installed; the same weights as a serial run); the
-    profile's "side_by_side" lists them."""
+    profile's "side_by_side" lists them. Every model the repository's store (`icgd.train.store`, zoo/) holds
+    with the plan's config is taken from it, checked, instead of trained; `retrain` ignores the store. The
+    report's "models" lists each model used: its name, config fingerprint, where it came from ("store",
+    "trained", or "cache" where an earlier run in `cache` trained it), the commit that trained it and the
+    devices."""
     load_sources()
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
@@ -50,13 +54,16 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     cache = Path(cache) if cache else out / "_train"
     prof = Profile()
     side: dict[str, Any] | None = None
+    from icgd.train.store import default_store
+
+    store = None if retrain else default_store()
     with prof.active():
         if workers > 1 or address is not None:
             from icgd.experiments.parallel import planned, train_side_by_side
 
             prof.experiment = "(side by side)"
             with section("train steps", f"{workers} workers" if address is None else f"Ray cluster {address}"):
-                jobs = planned(experiments, out, cache, mode, seeds, device, options)
+                jobs = planned(experiments, out, cache, mode, seeds, device, options, store)
                 t1 = time.perf_counter()
                 records = train_side_by_side(jobs, workers, device, quiet=quiet, address=address)
                 side = {"workers": workers, "address": address, "seconds": round(time.perf_counter() - t1, 1),
@@ -65,7 +72,7 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
             prof.experiment = exp
             with section("analysis (rest)"):
                 results[exp] = run_experiment(exp, out / exp, cache, quick=quick, seeds=seeds, device=device,
-                                              quiet=quiet, smoke=smoke, options=options)
+                                              quiet=quiet, smoke=smoke, options=options, store=store)
         prof.experiment = "(claims)"
         with section("analysis (rest)"):
             checked = [c.check(results) for c in claims]
@@ -76,8 +83,18 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
                         | ({"model": models[0] if len(models) == 1 else models} if models else {})
                         | {
                            "seconds": round(time.perf_counter() - t0, 1), "claims": checked,
+                           "models": _models_used(results),
                            "profile": summarize(rows) | {"rows": rows} | ({"side_by_side": side} if side is not None else {}),
                            "env": environment(device) | {"started": started, "finished": _utc_now()}}, out)
+
+
+def _models_used(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every model the suite's experiments used, once (by name and fingerprint), with where it came from."""
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in results.values():
+        for m in (r.get("models") or {}).values() if isinstance(r, dict) else ():
+            seen.setdefault((m["name"], m["fingerprint"]), m)
+    return list(seen.values())
 
 
 def environment(device: str) -> dict[str, Any]:

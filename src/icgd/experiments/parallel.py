@@ -39,9 +39,10 @@ class Job:
 
 
 def planned(experiments: list[str], out: Path, cache: Path, mode: Mode, seeds: list[int] | None,
-            device: str = "cpu", options: dict[str, Any] | None = None) -> list[Job]:
+            device: str = "cpu", options: dict[str, Any] | None = None, store: Any = None) -> list[Job]:
     """The declared models of `experiments` not yet trained in `cache` (each once, however many
-    experiments share it), costliest first (`cost`)."""
+    experiments share it), costliest first (`cost`); a model the `store` holds is not planned (its
+    experiment takes it from the store)."""
     from icgd.experiments.runner import get_experiment
 
     jobs: dict[Path, Job] = {}
@@ -52,7 +53,7 @@ def planned(experiments: list[str], out: Path, cache: Path, mode: Mode, seeds: l
         ctx = ExperimentContext(out / name, cache, mode, exp.seeds(mode, seeds), device, True, dict(options or {}))
         for label, config in exp.models(ctx).items():
             run = ctx.run_dir(label, config)
-            if not completed(run):
+            if not completed(run) and (store is None or store.find(label, config) is None):
                 jobs.setdefault(run, Job(label, run, config))
     return sorted(jobs.values(), key=lambda j: -cost(j.config))
 

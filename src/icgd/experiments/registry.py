@@ -105,6 +105,10 @@ class ExperimentContext:
     #: GPU machine, analyse elsewhere (`icgd reproduce --trained-on cuda`). Which device trained each model used
     #: goes into results.json ("trained_on").
     trained_on: str | None = None
+    #: the model store read before anything is trained (`icgd.train.store.ModelStore`; None: none, as with
+    #: `--retrain`): a model whose label and config it holds is copied into the cache, checked, instead of
+    #: trained. Where each model came from goes into results.json ("models")
+    store: Any = None
 
     @property
     def quick(self) -> bool:
@@ -123,6 +127,7 @@ class ExperimentContext:
         """Train (or reuse, or resume) `config`; cached under cache/<label>-<hash of the config>."""
         run = self._checked_run_dir(label, config)
         with run_lock(run):  # another process training it: wait, then load it
+            origin = self._from_store(label, config, run)
             if completed(run):
                 with section("load cached model", config.name):
                     result = load_run(run)
@@ -130,7 +135,34 @@ class ExperimentContext:
                 with section("train steps", config.name):
                     result = self._train_to(run, config)
         self._note_trained_on(label, result.summary)
+        self._note_origin(label, config, result.summary, origin)
         return result
+
+    def _from_store(self, label: str, config: TrainConfig, run: Path) -> str:
+        """Copy the model from the store into `run` where the store holds it and the cache does not; returns
+        where the model comes from: "store", "cache" (trained here earlier) or "trained"."""
+        if completed(run):
+            return "store" if (run / ".from-store").is_file() else "cache"
+        stored = self.store.find(label, config) if self.store is not None else None
+        if stored is None:
+            return "trained"
+        with section("load stored model", config.name):
+            self.store.materialize(stored, run)
+            (run / ".from-store").write_text(stored.key + "\n")
+        return "store"
+
+    def _note_origin(self, label: str, config: TrainConfig, summary: dict[str, Any], origin: str) -> None:
+        """results.json's "models": where each model the experiment used came from, the commit that trained a
+        stored one, and the devices that trained it."""
+        from icgd.train.store import head_commit, store_key
+
+        _, fp = store_key(label, config)
+        stored = self.store.find(label, config) if origin == "store" and self.store is not None else None
+        # the commit that trained it: the store's record, this checkout's for a model trained now, unknown for
+        # one found in the cache
+        commit = stored.entry["commit"] if stored is not None else head_commit() if origin == "trained" else None
+        self.results.setdefault("models", {})[label] = {"name": label, "fingerprint": fp, "from": origin,
+                                                        "commit": commit, "device": trained_on(summary)}
 
     def train_tracked(self, label: str, config: TrainConfig, every: int,
                       measure: Callable[[TrainResult], dict[str, float]]) -> tuple[TrainResult, list[dict[str, Any]]]:
@@ -142,8 +174,10 @@ class ExperimentContext:
         """
         run = self._checked_run_dir(label, config)
         with run_lock(run):
+            origin = self._from_store(label, config, run)
             out = self._tracked(run, config, every, measure)
         self._note_trained_on(label, out[0].summary)
+        self._note_origin(label, config, out[0].summary, origin)
         return out
 
     def _note_trained_on(self, label: str, summary: dict[str, Any]) -> None:

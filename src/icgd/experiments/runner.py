@@ -36,7 +36,7 @@ def get_experiment(name: str) -> Experiment:
 def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, quick: bool = False,
                    seeds: list[int] | None = None, device: str = "cpu", quiet: bool = True,
                    smoke: bool = False, options: dict[str, Any] | None = None,
-                   trained_on: str | None = None) -> ExperimentResults:
+                   trained_on: str | None = None, store: Any = "default") -> ExperimentResults:
     """Run experiment `name` into `out`; returns its results (also in out/results.json), a dict with frame
     accessors (`ExperimentResults`: `.frame()`, `.tables()`).
 
@@ -48,8 +48,12 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
     exp = get_experiment(name)
     mode = mode_of(quick, smoke)
     out = Path(out)
+    if store == "default":
+        from icgd.train.store import default_store
+
+        store = default_store()
     ctx = ExperimentContext(out, Path(cache) if cache else out.parent / "_train", mode, exp.seeds(mode, seeds),
-                            device, quiet, dict(options or {}), trained_on=trained_on)
+                            device, quiet, dict(options or {}), trained_on=trained_on, store=store)
     if exp.models is not None:
         ctx.declared, ctx.undeclared_ok = exp.models(ctx), bool(exp.retrains)
     t0 = time.perf_counter()

@@ -1,0 +1,212 @@
+"""The model store: trained models kept with the code, so that a verdict can be regenerated without
+training again (the repository's `zoo/`).
+
+A stored model is a finished run directory without its optimiser state: its config, its final weights
+(`checkpoint.safetensors` with the parameters only), what the analysis reads of its training (metrics,
+summary, the reference learner, the weights kept over training, the measurements of a tracked run) and
+its environment. `manifest.json` lists each one under `<label>-<fingerprint>`, the fingerprint being the
+run's config's (`config_fingerprint` on the CPU: the same key for a model trained on a GPU), with the
+commit of the code that trained it, the devices that trained it (`cpu`, `cuda`, `cuda+cpu`), its steps,
+its wall time, the torch version, and the sha256 and size of every file. Models too large to keep
+(language-model scale) are listed under "missing" with their size, their cost and the command that trains
+them.
+
+Reading a model checks every file against the manifest first: a file whose hash differs is refused with a
+`StoreError` (one line; the command line exits 2) and nothing of that model is used. A plan whose config
+changed has another fingerprint, so a model of an older config is never used for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from icgd.core.io import write_json
+from icgd.train.checkpoint import load_checkpoint, save_checkpoint
+from icgd.train.config import TrainConfig, build_config, config_fingerprint
+
+#: the manifest's format; a store of another format is refused
+FORMAT = 1
+MANIFEST = "manifest.json"
+#: the files of a run directory the store keeps (the checkpoint is rewritten without the optimiser state);
+#: checkpoint.json, the resume state, and the lock folder are left out
+KEPT = ("config.yaml", "summary.json", "metrics.parquet", "metrics.csv", "reference.json", "env.json",
+        "weights.safetensors", "track.json")
+CHECKPOINT = "checkpoint.safetensors"
+#: where the store is found when none is named: $ICGD_STORE, else `zoo/` beside the package's source tree
+ENV = "ICGD_STORE"
+
+
+class StoreError(ValueError):
+    """A store that cannot be read as its manifest says (a changed or missing file, a bad manifest)."""
+
+
+@dataclass(frozen=True)
+class StoredModel:
+    """One model of the store: its key (`<label>-<fingerprint>`) and its manifest entry."""
+
+    key: str
+    entry: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        return self.entry["name"]
+
+    def provenance(self) -> dict[str, Any]:
+        """What `icgd verify --json` and results.json say of a model taken from the store."""
+        return {"name": self.label, "fingerprint": self.entry["fingerprint"], "from": "store",
+                "commit": self.entry["commit"], "device": self.entry["device"]}
+
+
+def store_key(label: str, config: TrainConfig) -> tuple[str, str]:
+    """(key, fingerprint) of a model in the store: its label and its config's CPU fingerprint."""
+    fp = config_fingerprint(config, "cpu")
+    return f"{label}-{fp}", fp
+
+
+class ModelStore:
+    """The store in `root` (a folder holding manifest.json and one folder per model)."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self._manifest: dict[str, Any] | None = None
+
+    # ---------------------------------------------------------------------------------------- reading
+    @property
+    def manifest(self) -> dict[str, Any]:
+        if self._manifest is None:
+            path = self.root / MANIFEST
+            if not path.is_file():
+                self._manifest = {"format": FORMAT, "models": {}, "missing": {}}
+            else:
+                try:
+                    data = json.loads(path.read_text())
+                except (OSError, json.JSONDecodeError) as e:
+                    raise StoreError(f"{path}: not a readable manifest ({type(e).__name__})") from None
+                if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("models"), dict):
+                    raise StoreError(f"{path}: not a model store manifest of format {FORMAT}")
+                data.setdefault("missing", {})
+                self._manifest = data
+        return self._manifest
+
+    def models(self) -> list[StoredModel]:
+        return [StoredModel(k, e) for k, e in sorted(self.manifest["models"].items())]
+
+    def find(self, label: str, config: TrainConfig) -> StoredModel | None:
+        """The stored model of `label` trained with exactly `config` (seeds, steps and every other value), or
+        None."""
+        key, _ = store_key(label, config)
+        entry = self.manifest["models"].get(key)
+        return None if entry is None else StoredModel(key, entry)
+
+    def check(self, model: StoredModel) -> None:
+        """Every file of `model` against the manifest's hash and size; a StoreError names the first that
+        differs."""
+        folder = self.root / model.key
+        for name, want in model.entry["files"].items():
+            path = folder / name
+            if not path.is_file():
+                raise StoreError(f"{path}: missing from the model store (the manifest lists it)")
+            if path.stat().st_size != want["bytes"] or sha256(path) != want["sha256"]:
+                raise StoreError(f"{path}: its sha256 differs from the store's manifest: the file was changed; "
+                                 "the model is not used (restore it from git, or train it with --retrain)")
+
+    def materialize(self, model: StoredModel, run: Path) -> Path:
+        """Copy `model` into the run directory `run` (of a model cache), after checking every file: the store
+        itself is only read. Nothing is left in `run` when the check fails."""
+        self.check(model)
+        tmp = run.with_name(run.name + ".from-store")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name in model.entry["files"]:
+            shutil.copy2(self.root / model.key / name, tmp / name)
+        if run.exists():  # an unfinished run of the same config: the stored one replaces it
+            shutil.rmtree(run)
+        tmp.rename(run)
+        return run
+
+    # ---------------------------------------------------------------------------------------- writing
+    def add(self, run: str | Path, label: str | None = None, commit: str | None = None) -> StoredModel:
+        """Keep the finished run directory `run` in the store (its weights without the optimiser state) and
+        list it in the manifest; returns it. `label`: the model's label (default: the folder's name without
+        its fingerprint); `commit`: the code's commit that trained it (default: this checkout's HEAD)."""
+        run = Path(run)
+        summary_path = run / "summary.json"
+        if not summary_path.is_file() or json.loads(summary_path.read_text()).get("status") != "completed":
+            raise StoreError(f"{run}: not a finished training run (no completed summary.json)")
+        import yaml
+
+        config = build_config(yaml.safe_load((run / "config.yaml").read_text()))
+        label = label or run.name.rsplit("-", 1)[0]
+        key, fp = store_key(label, config)
+        summary = json.loads(summary_path.read_text())
+        env = json.loads((run / "env.json").read_text()) if (run / "env.json").is_file() else {}
+        folder = self.root / key
+        tmp = self.root / f".{key}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name in KEPT:
+            if (run / name).is_file():
+                shutil.copy2(run / name, tmp / name)
+        tensors, meta = load_checkpoint(run / CHECKPOINT)
+        save_checkpoint(tmp / CHECKPOINT, {k: v for k, v in tensors.items() if k.startswith("param.")},
+                        {k: meta[k] for k in ("step", "seeds", "config_name", "icgd", "segments") if k in meta})
+        (tmp / "checkpoint.json").unlink()  # the resume state's readable copy: a stored model is not resumed
+        from icgd.train.engine import trained_on
+
+        files = {p.name: {"sha256": sha256(p), "bytes": p.stat().st_size} for p in sorted(tmp.iterdir())}
+        entry = {"name": label, "fingerprint": fp, "commit": commit or head_commit(), "device": trained_on(summary),
+                 "steps": summary.get("steps"), "seeds": [s["seed"] for s in summary.get("seeds", [])],
+                 "seconds": summary.get("wall_seconds"), "torch": env.get("torch"),
+                 "files": files}
+        if folder.exists():
+            shutil.rmtree(folder)
+        tmp.rename(folder)
+        self.manifest["models"][key] = entry
+        self._write()
+        return StoredModel(key, entry)
+
+    def _write(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        write_json(self.root / MANIFEST, self.manifest)
+
+    def size(self) -> int:
+        """Bytes of every stored file."""
+        return sum(f["bytes"] for e in self.manifest["models"].values() for f in e["files"].values())
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def head_commit() -> str:
+    """The commit of the checkout the package runs from ("unknown" outside a git checkout)."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 else "unknown"
+
+
+def default_store() -> ModelStore | None:
+    """The store full mode reads: $ICGD_STORE, else `zoo/` at the root of the checkout the package runs from;
+    None where there is neither (an install from a wheel)."""
+    named = os.environ.get(ENV)
+    if named:
+        return ModelStore(named)
+    root = Path(__file__).resolve().parents[3] / "zoo"
+    return ModelStore(root) if (root / MANIFEST).is_file() else None
+
+
+__all__ = ["ModelStore", "StoreError", "StoredModel", "default_store", "store_key"]

@@ -1,0 +1,112 @@
+"""The model store (`icgd.train.store`): a finished run kept without its optimiser state, with a manifest
+of hashes; an experiment takes a model from it when label and config match, checked first; a changed byte
+is refused with one line and nothing used; `--retrain` (no store) trains and leaves the store alone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from icgd.experiments.registry import ExperimentContext
+from icgd.train.checkpoint import load_checkpoint
+from icgd.train.config import build_config
+from icgd.train.runs import load_run
+from icgd.train.store import MANIFEST, ModelStore, StoreError
+
+RAW = {"name": "tiny", "task": {"dx": 3, "n_context": 6}, "model": {"n_layers": 1}, "steps": 12, "batch_size": 32,
+       "seeds": [0, 1], "checkpoint_every": 6, "eval": {"every": 6, "n_tasks": 16, "n_tune": 16,
+                                                        "alignment_tasks": 0}}
+
+
+def _ctx(tmp_path, store, name="cache"):
+    return ExperimentContext(tmp_path / "out", tmp_path / name, "full", [0, 1], store=store)
+
+
+@pytest.fixture()
+def stored(tmp_path):
+    """A store holding one model "tiny", trained through an experiment context's cache."""
+    config = build_config(RAW)
+    trained = _ctx(tmp_path, None, "first").train("tiny", config)
+    store = ModelStore(tmp_path / "zoo")
+    model = store.add(trained.run_dir, label="tiny", commit="abc123")
+    return store, model, config, trained
+
+
+def test_a_stored_model_keeps_weights_and_record_but_not_the_optimiser(stored):
+    store, model, config, trained = stored
+    tensors, _ = load_checkpoint(store.root / model.key / "checkpoint.safetensors")
+    assert tensors and all(k.startswith("param.") for k in tensors)
+    manifest = json.loads((store.root / MANIFEST).read_text())
+    entry = manifest["models"][model.key]
+    assert entry["name"] == "tiny" and entry["commit"] == "abc123" and entry["device"] == "cpu"
+    assert entry["steps"] == 12 and entry["seeds"] == [0, 1] and entry["torch"] == torch.__version__
+    assert {"config.yaml", "summary.json", "metrics.parquet", "checkpoint.safetensors"} <= set(entry["files"])
+    assert all(len(f["sha256"]) == 64 for f in entry["files"].values())
+
+
+def test_an_experiment_takes_the_model_from_the_store(stored, tmp_path):
+    store, model, config, trained = stored
+    ctx = _ctx(tmp_path, store)
+    result = ctx.train("tiny", config)
+    assert all(torch.equal(result.params[k], trained.params[k]) for k in trained.params)
+    used = ctx.results["models"]["tiny"]
+    assert used["from"] == "store" and used["commit"] == "abc123" and used["fingerprint"] == model.entry["fingerprint"]
+    assert (result.run_dir / ".from-store").is_file()
+    assert _ctx(tmp_path, store).train("tiny", config) is not None  # again: found in the cache, still "store"
+
+
+def test_a_changed_byte_is_refused_and_nothing_is_used(stored, tmp_path):
+    store, model, config, _ = stored
+    weights = store.root / model.key / "checkpoint.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    ctx = _ctx(tmp_path, store)
+    with pytest.raises(StoreError, match="sha256 differs"):
+        ctx.train("tiny", config)
+    assert not ctx.run_dir("tiny", config).exists()  # nothing half-copied into the cache
+    from icgd.cli import main
+
+    assert main(["store", "check", "--store", str(store.root)]) == 2
+
+
+def test_retrain_trains_and_leaves_the_store_alone(stored, tmp_path):
+    store, model, config, _ = stored
+    before = (store.root / MANIFEST).read_bytes()
+    ctx = _ctx(tmp_path, None, "retrained")
+    ctx.train("tiny", config)
+    assert ctx.results["models"]["tiny"]["from"] == "trained"
+    assert (store.root / MANIFEST).read_bytes() == before
+
+
+def test_another_config_is_not_taken_from_the_store(stored, tmp_path):
+    store, model, config, _ = stored
+    newer = build_config(RAW | {"steps": 18})
+    ctx = _ctx(tmp_path, store)
+    assert store.find("tiny", newer) is None
+    ctx.train("tiny", newer)
+    assert ctx.results["models"]["tiny"]["from"] == "trained"
+
+
+def test_an_unfinished_run_cannot_be_stored(tmp_path):
+    from icgd.train import train
+
+    run = tmp_path / "run"
+    train(build_config(RAW), run, quiet=True, stop_after=6)
+    with pytest.raises(StoreError, match="not a finished"):
+        ModelStore(tmp_path / "zoo").add(run)
+    assert load_run is not None
+
+
+def test_the_store_commands(stored, capsys):
+    from icgd.cli import main
+
+    store, model, _, _ = stored
+    assert main(["store", "check", "--store", str(store.root)]) == 0
+    assert main(["store", "list", "--store", str(store.root)]) == 0
+    assert model.key in capsys.readouterr().out
+    assert main(["store", "missing", "--store", str(store.root)]) == 0
+    assert "full-mode models missing from the store" in capsys.readouterr().out
+    assert main(["store", "add", "--store", str(store.root)]) == 2  # nothing to add: one line, exit 2
