@@ -161,8 +161,9 @@ class ExperimentContext:
         # the commit that trained it: the store's record, this checkout's for a model trained now, unknown for
         # one found in the cache
         commit = stored.entry["commit"] if stored is not None else head_commit() if origin == "trained" else None
-        self.results.setdefault("models", {})[label] = {"name": label, "fingerprint": fp, "from": origin,
-                                                        "commit": commit, "device": trained_on(summary)}
+        # the first use tells: a model this experiment trained and then loads again was trained here
+        self.results.setdefault("models", {}).setdefault(label, {"name": label, "fingerprint": fp, "from": origin,
+                                                                 "commit": commit, "device": trained_on(summary)})
 
     def train_tracked(self, label: str, config: TrainConfig, every: int,
                       measure: Callable[[TrainResult], dict[str, float]]) -> tuple[TrainResult, list[dict[str, Any]]]:
