@@ -174,8 +174,6 @@ def suite(name: str, references: dict[str, Reference] | None = None):
     """Decorator registering `fn() -> claims` as suite `name`; each claim gets its reference from
     `references` ({claim id: Reference}: the authors' numbers, listed by the source), and a reference that
     names no claim of the suite is an error."""
-    REFERENCES[name] = dict(references or {})
-
     def deco(fn: Callable[[], list[Claim]]) -> Callable[[], list[Claim]]:
         @functools.wraps(fn)
         def referenced() -> list[Claim]:
@@ -186,6 +184,7 @@ def suite(name: str, references: dict[str, Reference] | None = None):
                 raise ValueError(f"suite {name}: references for claims it does not have: {', '.join(sorted(unknown))}")
             return [replace(c, reference=refs.get(c.id, Reference(None, None))) for c in claims]
 
-        SUITES.add(name, referenced)
+        SUITES.add(name, referenced)  # a name registered twice is refused before its references are kept
+        REFERENCES[name] = dict(references or {})
         return fn
     return deco

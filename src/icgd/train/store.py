@@ -18,6 +18,7 @@ changed has another fingerprint, so a model of an older config is never used for
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -189,8 +190,10 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
 def head_commit() -> str:
-    """The commit of the checkout the package runs from ("unknown" outside a git checkout)."""
+    """The commit of the checkout the package runs from ("unknown" outside a git checkout); asked once per
+    process."""
     try:
         done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
                               capture_output=True, text=True, timeout=10)
