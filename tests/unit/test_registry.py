@@ -34,8 +34,12 @@ def test_every_registry_of_the_library_is_one_type():
     from icgd.tasks import TASKS
     from icgd.train.kinds import MODEL_KINDS
 
-    for reg in (SUITES, SOURCE_REGISTRY, REGISTRY, REFERENCES, LEARNERS, kernels._REGISTRY, TASKS, MODEL_KINDS):
+    for reg in (SUITES, SOURCE_REGISTRY, REGISTRY, LEARNERS, kernels._REGISTRY, TASKS, MODEL_KINDS):
         assert isinstance(reg, Registry), reg
+    # the reference learners are the learners that say how they are tuned: one registry, not two
+    assert set(REFERENCES) == {n for n, e in LEARNERS.items() if e.tune is not None}
+    assert {"gd", "gd_per_step", "gdpp", "zero", "unigram"} <= set(REFERENCES)
+    assert all(REFERENCES[n] is LEARNERS[n] for n in REFERENCES)
 
 
 def test_verdicts_read_old_and_new_rows():

@@ -1,62 +1,50 @@
 """Reference learners: the tuned explicit algorithms a trained model is scored against, by name.
 
-A task lists the kinds that make sense on it (`task.reference_kinds`); a training config names one
-(`eval.reference`). Each is tuned on separate episodes in float64 (`icgd.learners.tuning`) and can be
-rebuilt from its `describe()` (what a run directory stores in reference.json).
+They are the entries of the one learner registry (`icgd.learners.registry.LEARNERS`) that say how they are
+tuned and rebuilt (`LearnerEntry.tune`, `.rebuild`): GD, GD with one eta per step, GD++, the zero predictor,
+and the unigram of text tasks. A task lists the kinds that make sense on it (`task.reference_kinds`); a
+training config names one (`eval.reference`). Each is tuned on separate episodes in float64
+(`icgd.learners.tuning`) and can be rebuilt from its `describe()` (what a run directory stores in
+reference.json).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from icgd.core.episodes import Episodes, Learner
-from icgd.core.registry import Registry
-from icgd.learners.explicit import GD, GDPlusPlus, ZeroPredictor
-from icgd.learners.tuning import tune_gd, tune_gdpp
+from icgd.learners.registry import LEARNERS, LearnerEntry
 
 
-@dataclass(frozen=True)
-class ReferenceKind:
-    """A reference learner by name: how it is tuned on episodes, and how it is rebuilt from its `describe()`
-    (what a run directory stores in reference.json)."""
+class _References(Mapping[str, LearnerEntry]):
+    """The learners of `LEARNERS` that serve as references, read live (a learner registered later with a
+    `tune` is one too)."""
 
-    tune: Callable[[Episodes, int], Learner]
-    rebuild: Callable[[dict[str, Any]], Learner]
+    def __getitem__(self, name: str) -> LearnerEntry:
+        entry = LEARNERS.get(name)
+        if entry is None or entry.tune is None:
+            known = ", ".join(n for n in LEARNERS if LEARNERS[n].tune is not None)
+            raise ValueError(f"unknown reference {name!r}; known: {known}")
+        return entry
 
+    def __iter__(self) -> Iterator[str]:
+        return (n for n, e in LEARNERS.items() if e.tune is not None)
 
-def _unigram():
-    from icgd.tasks.text import Unigram
-
-    return Unigram
-
-
-def _gd(kind: str) -> Callable[[dict[str, Any]], Learner]:
-    return lambda d: GD(d["eta"], name=kind)
-
-
-def _rebuild_unigram(d: dict[str, Any]) -> Learner:
-    import torch
-
-    return _unigram()(torch.tensor(d["logp"], dtype=torch.float64))
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
-#: the reference learners by name (a task lists those that make sense on it, `task.reference_kinds`)
-REFERENCES: Registry[ReferenceKind] = Registry("reference", {
-    "gd": ReferenceKind(lambda tune, steps: tune_gd(tune, steps), _gd("gd")),
-    "gd_per_step": ReferenceKind(lambda tune, steps: tune_gd(tune, steps, per_step=True), _gd("gd_per_step")),
-    "gdpp": ReferenceKind(lambda tune, steps: tune_gdpp(tune, steps), lambda d: GDPlusPlus(d["eta"], d["gamma"])),
-    "zero": ReferenceKind(lambda tune, steps: ZeroPredictor(), lambda d: ZeroPredictor()),
-    "unigram": ReferenceKind(lambda tune, steps: _unigram().fit(tune), _rebuild_unigram),  # text: byte frequencies
-})
+#: the reference learners by name
+REFERENCES: Mapping[str, LearnerEntry] = _References()
 
 
 def tune_reference(kind: str, tune: Episodes, steps: int) -> Learner:
     """The reference `kind` with `steps` steps, its learning rates tuned on `tune`."""
-    return REFERENCES.lookup(kind).tune(tune, steps)
+    return REFERENCES[kind].tune(tune, steps)
 
 
 def reference_from(description: dict[str, Any]) -> Learner:
     """Rebuild a reference learner from its `describe()`. A clipped GD (`tune_gd(clip=...)`, described as
     "gd") is rebuilt as plain GD with its etas, as run directories have always stored it."""
-    return REFERENCES.lookup(description["learner"]).rebuild(description)
+    return REFERENCES[description["learner"]].rebuild(description)
