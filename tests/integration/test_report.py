@@ -50,7 +50,9 @@ def _verify_dir(root: Path, mode: str, gap: float, env: bool = True) -> Path:
     out = root / f"verify-test-report-{mode}"
     exp = out / EXP
     exp.mkdir(parents=True)
-    results = {"gap_max": gap, "gap_median": gap / 2, "ratio": 1.5, "seconds": 1.2}
+    results = {"gap_max": gap, "gap_median": gap / 2, "ratio": 1.5, "seconds": 1.2,
+               "models": {"lsa": {"name": "lsa", "fingerprint": "0123abcd45", "from": "store" if mode == "full" else
+                                  "trained", "commit": "fedcba9876543210", "device": "cuda+cpu"}}}
     (exp / "results.json").write_text(json.dumps(results))
     claims = [c.check({EXP: results}) for c in _report_suite()]
     report = {"suite": "test-report", "quick": mode != "full", "mode": mode, "seconds": 3.4, "claims": claims,
@@ -94,6 +96,8 @@ def test_the_page_holds_every_claim_with_figures_spread_and_environment(runs, tm
         png = base64.b64encode((run / EXP / "curves.png").read_bytes()).decode()
         assert f"data:image/png;base64,{png}" in page
     assert "gap <strong>0.02</strong>" in page  # the experiment's report.md, rendered
+    # where each run's model came from
+    assert "store, cuda+cpu, commit fedcba9876, config 0123abcd45" in page and "trained, cuda+cpu" in page
     assert "9.9.9-test" in page and "train steps" in page and "2025-01-01T00:00:03+00:00" in page
     assert not list(out.parent.glob(".*.tmp"))
 

@@ -193,8 +193,14 @@ def _experiment(suite: str, name: str, runs: list[Run], labels: dict[Path, str],
                for r in runs if r.experiments[name].report_md]
     tally = ", ".join(f"{labels[r.path]}: {sum(bool(c.get('passed')) for c in r.claims if c.get('experiment') == name)}"
                       f"/{len(ids)}" for r in runs)
+    # where each model came from (the store, trained in the run, an earlier run's cache); runs written before
+    # results.json said so have none
+    models = [{"label": labels[r.path], "rows": [
+        (m["name"], f"{m['from']}, {m['device']}, commit {(m.get('commit') or 'unknown')[:10]}, config {m['fingerprint']}")
+        for m in ((r.experiments[name].results or {}).get("models") or {}).values()]} for r in runs]
     return {"name": name, "anchor": _slug(suite, name), "description": _description(name, runs), "tally": tally,
-            "claims": claims, "figures": figures, "seed_tables": seed_tables, "reports": reports}
+            "claims": claims, "figures": figures, "seed_tables": seed_tables, "reports": reports,
+            "models": [m for m in models if m["rows"]]}
 
 
 def _without_title(markdown: str) -> str:
