@@ -154,13 +154,14 @@ class ExperimentContext:
     def _note_origin(self, label: str, config: TrainConfig, summary: dict[str, Any], origin: str) -> None:
         """results.json's "models": where each model the experiment used came from, the commit that trained a
         stored one, and the devices that trained it."""
-        from icgd.train.store import head_commit, store_key
+        from icgd.core.version import code_commit
+        from icgd.train.store import store_key
 
         _, fp = store_key(label, config)
         stored = self.store.find(label, config) if origin == "store" and self.store is not None else None
         # the commit that trained it: the store's record, this checkout's for a model trained now, unknown for
         # one found in the cache
-        commit = stored.entry["commit"] if stored is not None else head_commit() if origin == "trained" else None
+        commit = stored.entry["commit"] if stored is not None else code_commit() if origin == "trained" else None
         # the first use tells: a model this experiment trained and then loads again was trained here
         self.results.setdefault("models", {}).setdefault(label, {"name": label, "fingerprint": fp, "from": origin,
                                                                  "commit": commit, "device": trained_on(summary)})

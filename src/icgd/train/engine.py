@@ -29,7 +29,7 @@ from torch import Tensor
 from icgd.core.episodes import make_generator
 from icgd.core.perf import keep_freed_memory
 from icgd.core.profiling import section
-from icgd.core.version import __version__
+from icgd.core.version import __version__, code_commit
 from icgd.train import graphed
 from icgd.train.backends import select
 from icgd.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
@@ -169,7 +169,8 @@ def environment(device: torch.device, config: TrainConfig, backend: Any = None) 
             "cuda": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
             "threads": torch.get_num_threads(), "seeds": config.seeds, "data_seed": config.data_seed,
             "compute_path": name, "backend": name, "backend_reason": getattr(backend, "reason", ""),
-            "compiled": compiled.status() if name == "compiled" else None, "command": " ".join(sys.argv)}
+            "compiled": compiled.status() if name == "compiled" else None, "command": " ".join(sys.argv),
+            "commit": code_commit()}
 
 
 def train(config: TrainConfig | None = None, out: str | Path | None = None, device: str | torch.device = "cpu",

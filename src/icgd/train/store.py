@@ -18,17 +18,16 @@ changed has another fingerprint, so a model of an older config is never used for
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from icgd.core.io import write_json
+from icgd.core.version import code_commit
 from icgd.train.checkpoint import load_checkpoint, save_checkpoint
 from icgd.train.config import TrainConfig, build_config, config_fingerprint
 
@@ -136,7 +135,8 @@ class ModelStore:
     def add(self, run: str | Path, label: str | None = None, commit: str | None = None) -> StoredModel:
         """Keep the finished run directory `run` in the store (its weights without the optimiser state) and
         list it in the manifest; returns it. `label`: the model's label (default: the folder's name without
-        its fingerprint); `commit`: the code's commit that trained it (default: this checkout's HEAD)."""
+        its fingerprint); `commit`: the code's commit that trained it (default: the one the run recorded in
+        env.json, else this checkout's)."""
         run = Path(run)
         summary_path = run / "summary.json"
         if not summary_path.is_file() or json.loads(summary_path.read_text()).get("status") != "completed":
@@ -162,7 +162,9 @@ class ModelStore:
         from icgd.train.engine import trained_on
 
         files = {p.name: {"sha256": sha256(p), "bytes": p.stat().st_size} for p in sorted(tmp.iterdir())}
-        entry = {"name": label, "fingerprint": fp, "commit": commit or head_commit(), "device": trained_on(summary),
+        # the code that trained it: the commit the run recorded when it started (env.json), else this checkout's
+        commit = commit or env.get("commit") or code_commit()
+        entry = {"name": label, "fingerprint": fp, "commit": commit, "device": trained_on(summary),
                  "steps": summary.get("steps"), "seeds": [s["seed"] for s in summary.get("seeds", [])],
                  "seconds": summary.get("wall_seconds"), "torch": env.get("torch"),
                  "files": files}
@@ -188,18 +190,6 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-@functools.lru_cache(maxsize=1)
-def head_commit() -> str:
-    """The commit of the checkout the package runs from ("unknown" outside a git checkout); asked once per
-    process."""
-    try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
-                              capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
 def default_store() -> ModelStore | None:
