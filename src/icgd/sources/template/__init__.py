@@ -15,7 +15,7 @@ a statement that a wrong learner fails.
 | `notes.md` | the set-up notes: the authors' code against ours, claim by claim |
 
 To make a new source: copy this folder to `icgd/sources/<name>/`, rename the experiment, the suite and the
-keys, and add `"<name>"` to `icgd.sources.SOURCES`. The conformance tests (tests/suites/test_sources.py)
+keys, and add `"<name>"` to `icgd.sources.SOURCES`. The conformance tests (tests/suites/test_smoke.py)
 then run every source's suites in smoke mode and check their declarations.
 """
 
