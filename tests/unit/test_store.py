@@ -12,7 +12,6 @@ import torch
 from icgd.experiments.registry import ExperimentContext
 from icgd.train.checkpoint import load_checkpoint
 from icgd.train.config import build_config
-from icgd.train.runs import load_run
 from icgd.train.store import MANIFEST, ModelStore, StoreError
 
 RAW = {"name": "tiny", "task": {"dx": 3, "n_context": 6}, "model": {"n_layers": 1}, "steps": 12, "batch_size": 32,
@@ -97,7 +96,38 @@ def test_an_unfinished_run_cannot_be_stored(tmp_path):
     train(build_config(RAW), run, quiet=True, stop_after=6)
     with pytest.raises(StoreError, match="not a finished"):
         ModelStore(tmp_path / "zoo").add(run)
-    assert load_run is not None
+
+
+def test_a_corrupt_checkpoint_leaves_nothing_half_made_in_the_store(tmp_path):
+    from icgd.train.checkpoint import CheckpointError
+
+    run = _ctx(tmp_path, None).train("tiny", build_config(RAW)).run_dir
+    (run / "checkpoint.safetensors").write_bytes(b"not a checkpoint")
+    store = ModelStore(tmp_path / "zoo")
+    with pytest.raises(CheckpointError):
+        store.add(run)
+    assert not list((tmp_path / "zoo").iterdir()) and not store.models()
+
+
+def test_retrain_trains_over_a_store_copy_in_the_cache(stored, tmp_path):
+    """A cache that holds a copy from the store (an earlier run read the store): without a store (--retrain)
+    the model is trained again, not taken from that copy."""
+    store, model, config, trained = stored
+    first = _ctx(tmp_path, store).train("tiny", config)
+    assert (first.run_dir / ".from-store").is_file()
+    ctx = _ctx(tmp_path, None)
+    again = ctx.train("tiny", config)
+    assert ctx.results["models"]["tiny"]["from"] == "trained"
+    assert not (again.run_dir / ".from-store").is_file()
+    assert all(torch.equal(again.params[k], trained.params[k]) for k in trained.params)  # the same training
+
+
+def test_a_store_that_is_a_file_is_one_line(tmp_path, capsys):
+    from icgd.cli import main
+
+    (tmp_path / "zoo").write_text("not a folder")
+    assert main(["store", "list", "--store", str(tmp_path / "zoo")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
 
 
 def test_the_store_commands(stored, capsys):

@@ -40,9 +40,7 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     "trained", or "cache" where an earlier run in `cache` trained it), the commit that trained it and the
     devices."""
     load_sources()
-    if name not in SUITES:
-        raise ValueError(f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
-    claims = SUITES[name]()
+    claims = SUITES.lookup(name)()
     mode = mode_of(quick, smoke)
     experiments = list(dict.fromkeys(c.experiment for c in claims))
     for exp in experiments:  # refuse bad seeds before anything is trained

@@ -27,6 +27,7 @@ from typing import Any
 from icgd.experiments.registry import ExperimentContext, Mode
 from icgd.train.config import TrainConfig
 from icgd.train.runs import completed, run_lock, train_into
+from icgd.train.store import usable
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ def planned(experiments: list[str], out: Path, cache: Path, mode: Mode, seeds: l
             device: str = "cpu", options: dict[str, Any] | None = None, store: Any = None) -> list[Job]:
     """The declared models of `experiments` not yet trained in `cache` (each once, however many
     experiments share it), costliest first (`cost`); a model the `store` holds is not planned (its
-    experiment takes it from the store)."""
+    experiment takes it from the store), and without a store (`--retrain`) a store copy in the cache is
+    trained again (`icgd.train.store.usable`)."""
     from icgd.experiments.runner import get_experiment
 
     jobs: dict[Path, Job] = {}
@@ -53,7 +55,7 @@ def planned(experiments: list[str], out: Path, cache: Path, mode: Mode, seeds: l
         ctx = ExperimentContext(out / name, cache, mode, exp.seeds(mode, seeds), device, True, dict(options or {}))
         for label, config in exp.models(ctx).items():
             run = ctx.run_dir(label, config)
-            if not completed(run) and (store is None or store.find(label, config) is None):
+            if not usable(run, store) and (store is None or store.find(label, config) is None):
                 jobs.setdefault(run, Job(label, run, config))
     return sorted(jobs.values(), key=lambda j: -cost(j.config))
 

@@ -127,7 +127,7 @@ class ExperimentContext:
         """Train (or reuse, or resume) `config`; cached under cache/<label>-<hash of the config>."""
         run = self._checked_run_dir(label, config)
         with run_lock(run):  # another process training it: wait, then load it
-            origin = self._from_store(label, config, run)
+            origin, stored = self._from_store(label, config, run)
             if completed(run):
                 with section("load cached model", config.name):
                     result = load_run(run)
@@ -135,30 +135,34 @@ class ExperimentContext:
                 with section("train steps", config.name):
                     result = self._train_to(run, config)
         self._note_trained_on(label, result.summary)
-        self._note_origin(label, config, result.summary, origin)
+        self._note_origin(label, config, result.summary, origin, stored)
         return result
 
-    def _from_store(self, label: str, config: TrainConfig, run: Path) -> str:
+    def _from_store(self, label: str, config: TrainConfig, run: Path) -> tuple[str, Any]:
         """Copy the model from the store into `run` where the store holds it and the cache does not; returns
-        where the model comes from: "store", "cache" (trained here earlier) or "trained"."""
-        if completed(run):
-            return "store" if (run / ".from-store").is_file() else "cache"
+        where the model comes from ("store", "cache": trained into this cache earlier, or "trained") and the
+        stored model (None unless from the store)."""
+        from icgd.train.store import COPY_MARK, usable
+
+        if usable(run, self.store):
+            if not (run / COPY_MARK).is_file():
+                return "cache", None
+            return "store", self.store.find(label, config)
         stored = self.store.find(label, config) if self.store is not None else None
         if stored is None:
-            return "trained"
+            return "trained", None
         with section("load stored model", config.name):
             self.store.materialize(stored, run)
-            (run / ".from-store").write_text(stored.key + "\n")
-        return "store"
+        return "store", stored
 
-    def _note_origin(self, label: str, config: TrainConfig, summary: dict[str, Any], origin: str) -> None:
+    def _note_origin(self, label: str, config: TrainConfig, summary: dict[str, Any], origin: str,
+                     stored: Any) -> None:
         """results.json's "models": where each model the experiment used came from, the commit that trained a
         stored one, and the devices that trained it."""
         from icgd.core.version import code_commit
         from icgd.train.store import store_key
 
         _, fp = store_key(label, config)
-        stored = self.store.find(label, config) if origin == "store" and self.store is not None else None
         # the commit that trained it: the store's record, this checkout's for a model trained now, unknown for
         # one found in the cache
         commit = stored.entry["commit"] if stored is not None else code_commit() if origin == "trained" else None
@@ -176,10 +180,10 @@ class ExperimentContext:
         """
         run = self._checked_run_dir(label, config)
         with run_lock(run):
-            origin = self._from_store(label, config, run)
+            origin, stored = self._from_store(label, config, run)
             out = self._tracked(run, config, every, measure)
         self._note_trained_on(label, out[0].summary)
-        self._note_origin(label, config, out[0].summary, origin)
+        self._note_origin(label, config, out[0].summary, origin, stored)
         return out
 
     def _note_trained_on(self, label: str, summary: dict[str, Any]) -> None:

@@ -41,6 +41,8 @@ KEPT = ("config.yaml", "summary.json", "metrics.parquet", "metrics.csv", "refere
 CHECKPOINT = "checkpoint.safetensors"
 #: where the store is found when none is named: $ICGD_STORE, else `zoo/` beside the package's source tree
 ENV = "ICGD_STORE"
+#: the file that marks a run directory of a model cache as a copy of a stored model (it holds the store key)
+COPY_MARK = ".from-store"
 
 
 class StoreError(ValueError):
@@ -75,6 +77,8 @@ class ModelStore:
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(f"{self.root}: not a folder (a model store is a folder with {MANIFEST})")
         self._manifest: dict[str, Any] | None = None
 
     # ---------------------------------------------------------------------------------------- reading
@@ -118,14 +122,20 @@ class ModelStore:
                                  "the model is not used (restore it from git, or train it with --retrain)")
 
     def materialize(self, model: StoredModel, run: Path) -> Path:
-        """Copy `model` into the run directory `run` (of a model cache), after checking every file: the store
-        itself is only read. Nothing is left in `run` when the check fails."""
+        """Copy `model` into the run directory `run` (of a model cache), marked as a copy (`COPY_MARK`), after
+        checking every file: the store itself is only read. Nothing is left in the cache when the check or a
+        copy fails."""
         self.check(model)
-        tmp = run.with_name(run.name + ".from-store")
+        tmp = run.with_name(run.name + COPY_MARK)
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        for name in model.entry["files"]:
-            shutil.copy2(self.root / model.key / name, tmp / name)
+        try:
+            tmp.mkdir(parents=True)
+            for name in model.entry["files"]:
+                shutil.copy2(self.root / model.key / name, tmp / name)
+            (tmp / COPY_MARK).write_text(model.key + "\n")
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         if run.exists():  # an unfinished run of the same config: the stored one replaces it
             shutil.rmtree(run)
         tmp.rename(run)
@@ -139,26 +149,30 @@ class ModelStore:
         env.json, else this checkout's)."""
         run = Path(run)
         summary_path = run / "summary.json"
-        if not summary_path.is_file() or json.loads(summary_path.read_text()).get("status") != "completed":
+        summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+        if summary.get("status") != "completed":
             raise StoreError(f"{run}: not a finished training run (no completed summary.json)")
         import yaml
 
         config = build_config(yaml.safe_load((run / "config.yaml").read_text()))
         label = label or run.name.rsplit("-", 1)[0]
         key, fp = store_key(label, config)
-        summary = json.loads(summary_path.read_text())
         env = json.loads((run / "env.json").read_text()) if (run / "env.json").is_file() else {}
         folder = self.root / key
         tmp = self.root / f".{key}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        for name in KEPT:
-            if (run / name).is_file():
-                shutil.copy2(run / name, tmp / name)
-        tensors, meta = load_checkpoint(run / CHECKPOINT)
-        save_checkpoint(tmp / CHECKPOINT, {k: v for k, v in tensors.items() if k.startswith("param.")},
-                        {k: meta[k] for k in ("step", "seeds", "config_name", "icgd", "segments") if k in meta})
-        (tmp / "checkpoint.json").unlink()  # the resume state's readable copy: a stored model is not resumed
+        try:
+            tmp.mkdir(parents=True)
+            for name in KEPT:
+                if (run / name).is_file():
+                    shutil.copy2(run / name, tmp / name)
+            tensors, meta = load_checkpoint(run / CHECKPOINT)
+            save_checkpoint(tmp / CHECKPOINT, {k: v for k, v in tensors.items() if k.startswith("param.")},
+                            {k: meta[k] for k in ("step", "seeds", "config_name", "icgd", "segments") if k in meta})
+            (tmp / "checkpoint.json").unlink()  # the resume state's readable copy: a stored model is not resumed
+        except BaseException:  # nothing half-made is left in the store
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         from icgd.train.engine import trained_on
 
         files = {p.name: {"sha256": sha256(p), "bytes": p.stat().st_size} for p in sorted(tmp.iterdir())}
@@ -184,6 +198,20 @@ class ModelStore:
         return sum(f["bytes"] for e in self.manifest["models"].values() for f in e["files"].values())
 
 
+def usable(run: Path, store: ModelStore | None) -> bool:
+    """Whether the cache's run directory `run` holds a finished model to use: one trained into the cache, or a
+    copy of a stored one while a store is read. A store copy when no store is read (`--retrain`) is removed,
+    so that the model trains again, as `--retrain` promises."""
+    from icgd.train.runs import completed
+
+    if not completed(run):
+        return False
+    if store is None and (run / COPY_MARK).is_file():
+        shutil.rmtree(run)
+        return False
+    return True
+
+
 def sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -202,4 +230,4 @@ def default_store() -> ModelStore | None:
     return ModelStore(root) if (root / MANIFEST).is_file() else None
 
 
-__all__ = ["ModelStore", "StoreError", "StoredModel", "default_store", "store_key"]
+__all__ = ["COPY_MARK", "ModelStore", "StoreError", "StoredModel", "default_store", "store_key", "usable"]
