@@ -183,9 +183,17 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     suffix = _mode_suffix(args)
     out = Path(args.out) if args.out else Path("runs") / (exp.name + suffix)
     cache = Path(args.cache) if args.cache else out.parent / f"_train{suffix}"
-    results = run_experiment(exp.name, out, cache, quick=args.quick, seeds=args.seeds, device=_device(args.device),
-                             quiet=args.quiet, smoke=args.smoke, options=_options(args),
-                             trained_on=args.trained_on, store=None if args.retrain else "default")
+    _check_store_only(args)
+    from icgd.experiments.registry import NotStored
+
+    try:
+        results = run_experiment(exp.name, out, cache, quick=args.quick, seeds=args.seeds,
+                                 device=_device(args.device), quiet=args.quiet, smoke=args.smoke,
+                                 options=_options(args), trained_on=args.trained_on,
+                                 store=None if args.retrain else "default", store_only=args.store_only)
+    except NotStored as e:
+        raise UsageError(f"{exp.name}: {e} (without --store-only it trains them: about {exp.full_minutes:g} min "
+                         "on 2 CPU cores for all its models)") from None
     print((out / "report.md").read_text())
     print(f"tables, figures (PNG, SVG), results.json and report.md in {out} ({results['seconds']} s)")
     return 0
@@ -238,9 +246,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from icgd.core.profiling import format_breakdown
 
     out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{_mode_suffix(args)}"
+    _check_store_only(args)
     report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=_device(args.device),
                     quiet=args.quiet or args.json, cache=args.cache, smoke=args.smoke, options=_options(args),
-                    workers=args.workers, address=args.address, retrain=args.retrain)
+                    workers=args.workers, address=args.address, retrain=args.retrain, store_only=args.store_only)
     write_json(out / "claims.json", report)
     write_text(out / "claims.md", format_markdown(report))
     if args.json:
@@ -254,6 +263,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(format_breakdown(report["profile"]))
     # untested claims (premise not met) claim nothing, so they do not fail --strict
     return 1 if args.strict and not all(c["passed"] or c["verdict"] == "untested" for c in report["claims"]) else 0
+
+
+def _check_store_only(args: argparse.Namespace) -> None:
+    if args.store_only and (args.quick or args.smoke or args.retrain):
+        other = "--quick" if args.quick else "--smoke" if args.smoke else "--retrain"
+        raise UsageError(f"--store-only reads the model store, which holds the full-mode models: not with {other}")
 
 
 def cmd_store(args: argparse.Namespace) -> int:
@@ -374,6 +389,38 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scoreboard(args: argparse.Namespace) -> int:
+    """`icgd scoreboard [RUN ...] [--check]`: the generated verdict pages (docs/scoreboard)."""
+    from pathlib import Path
+
+    from icgd.report import scoreboard
+
+    board = Path(args.dir) if args.dir else _default_board()
+    if args.check:
+        if args.runs:
+            raise UsageError("--check compares the pages with the reports already in the folder: give no RUN")
+        stale = scoreboard.stale(board)
+        if stale:
+            print(f"{board}: not what `icgd scoreboard` makes of its reports: {', '.join(stale)}")
+            return 1
+        print(f"{board}: every page is what `icgd scoreboard` makes of its reports")
+        return 0
+    for run in args.runs:
+        print(f"recorded {scoreboard.record(run, board)}")
+    changed = scoreboard.write(board)
+    print(f"{board}: {len(changed)} page{'' if len(changed) == 1 else 's'} changed"
+          + (f" ({', '.join(p.name for p in changed)})" if changed else ""))
+    return 0
+
+
+def _default_board() -> Any:
+    """docs/scoreboard of the checkout the package runs from, else of the working directory."""
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[2] / "docs" / "scoreboard"
+    return here if here.is_dir() else Path("docs") / "scoreboard"
+
+
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"model": args.model} if args.model else {}
     if args.data:
@@ -409,6 +456,9 @@ def _add_study_options(p: argparse.ArgumentParser, out_help: str, cache_default:
                                    "train the same configs can share one")
     p.add_argument("--retrain", action="store_true", help="train every model, ignoring the model store (zoo/, "
                                                           "docs/store.md), which is only read, never written")
+    p.add_argument("--store-only", action="store_true",
+                   help="full mode with the models of the store (and the cache) only, training nothing: verify "
+                        "marks the claims of an experiment whose models it lacks untested; reproduce refuses it")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -538,6 +588,17 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default="report.html", help="the HTML file to write (default report.html)")
     rp.set_defaults(func=cmd_report)
 
+    sb = sub.add_parser("scoreboard", help="the verdict pages of the docs, generated from verify runs",
+                        description="Record the reports of `icgd verify` directories (RUN ...) in the scoreboard "
+                                    "folder and generate its pages: per suite every claim with its measured value, "
+                                    "seeds, interval, bar, verdict and the authors' number, and where each model "
+                                    "came from; an index of all suites. Without RUN it regenerates the pages from "
+                                    "the reports the folder holds.")
+    sb.add_argument("runs", nargs="*", help="directories written by `icgd verify`")
+    sb.add_argument("--dir", help="the scoreboard folder (default: docs/scoreboard of the checkout)")
+    sb.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 where a page differs from what the reports make")
+    sb.set_defaults(func=cmd_scoreboard)
     st = sub.add_parser("store", help="the model store: list, check or add trained models",
                         description="The trained models kept with the code (zoo/): full mode takes a model from "
                                     "it when its config equals the plan's. list: what it holds; missing: the "

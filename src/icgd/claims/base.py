@@ -85,7 +85,6 @@ class Claim:
             note = f"not measured ({type(e).__name__}: {e})"
         else:
             note = ""
-        ref = self.reference
         seeds = None if untested else self._seed_values(results)
         interval = None if untested else self._interval(results)
         verdict = Verdict.UNTESTED if untested else verdict_of(
@@ -94,13 +93,23 @@ class Claim:
         why_not = None if untested or math.isnan(measured) else self._unresolved(results)
         if why_not:
             verdict, note = Verdict.INCONCLUSIVE, f"unresolved: {why_not}"
+        return self._row(measured, verdict, seeds, interval, note) | self._values(results)
+
+    def not_run(self, reason: str) -> dict[str, Any]:
+        """The claim's row where its experiment was not run (e.g. `icgd verify --store-only` without its
+        models in the store): "untested", with `reason` as the note."""
+        return self._row(math.nan, Verdict.UNTESTED, None, None, f"untested: {reason}; nothing is claimed")
+
+    def _row(self, measured: float, verdict: Verdict, seeds: list[float] | None, interval: list[float] | None,
+             note: str) -> dict[str, Any]:
+        ref = self.reference
         return {"id": self.id, "claim": self.claim, "source": self.source, "experiment": self.experiment,
                 "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": verdict is Verdict.PASS,
                 "verdict": verdict.value, "seeds": seeds, "interval": interval,
                 "why": self.why, "role": self.role, "reference": ref.value, "reference_source": ref.source,
                 "reference_precision": ref.precision if ref.value is not None else None,
                 "reference_passes": self.holds(ref.value) if ref.value is not None else None} \
-            | ({"note": note} if note else {}) | self._values(results)
+            | ({"note": note} if note else {})
 
     def _values(self, results: dict[str, Any]) -> dict[str, Any]:
         if self.values is None:

@@ -9,7 +9,7 @@ from typing import Any
 from icgd.claims.base import SUITES
 from icgd.core.profiling import Profile, section, summarize
 from icgd.experiments.catalog import load_sources
-from icgd.experiments.registry import mode_of
+from icgd.experiments.registry import NotStored, mode_of
 from icgd.experiments.runner import get_experiment, run_experiment
 from icgd.results.tables import VerifyReport
 
@@ -23,7 +23,7 @@ def suite_names() -> list[str]:
 def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | None = None, device: str = "cpu",
            quiet: bool = True, cache: str | Path | None = None, smoke: bool = False,
            options: dict[str, Any] | None = None, workers: int = 1, address: str | None = None,
-           retrain: bool = False) -> VerifyReport:
+           retrain: bool = False, store_only: bool = False) -> VerifyReport:
     """Run every experiment the suite needs (reusing cached models) and check its claims.
 
     cache: where trained models are cached (default out/_train). smoke: a handful of steps and tasks, to
@@ -38,10 +38,16 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     with the plan's config is taken from it, checked, instead of trained; `retrain` ignores the store. The
     report's "models" lists each model used: its name, config fingerprint, where it came from ("store",
     "trained", or "cache" where an earlier run in `cache` trained it), the commit that trained it and the
-    devices."""
+    devices.
+    store_only: full mode with the stored models only, training nothing: an experiment with a model that
+    neither the store nor `cache` holds is not run, its claims are "untested" (the note names the models),
+    and the report's "not_run" lists it with the models and the estimated minutes to train them."""
     load_sources()
     claims = SUITES.lookup(name)()
     mode = mode_of(quick, smoke)
+    if store_only and (mode != "full" or retrain):
+        raise ValueError("--store-only reads the model store, which holds the full-mode models: it goes without "
+                         + ("--retrain" if retrain else "--quick and --smoke"))
     experiments = list(dict.fromkeys(c.experiment for c in claims))
     for exp in experiments:  # refuse bad seeds before anything is trained
         get_experiment(exp).seeds(mode, seeds)
@@ -55,8 +61,9 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     from icgd.train.store import default_store
 
     store = None if retrain else default_store()
+    not_run: dict[str, list[str]] = {}
     with prof.active():
-        if workers > 1 or address is not None:
+        if (workers > 1 or address is not None) and not store_only:
             from icgd.experiments.parallel import planned, train_side_by_side
 
             prof.experiment = "(side by side)"
@@ -69,11 +76,16 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
         for exp in experiments:
             prof.experiment = exp
             with section("analysis (rest)"):
-                results[exp] = run_experiment(exp, out / exp, cache, quick=quick, seeds=seeds, device=device,
-                                              quiet=quiet, smoke=smoke, options=options, store=store)
+                try:
+                    results[exp] = run_experiment(exp, out / exp, cache, quick=quick, seeds=seeds, device=device,
+                                                  quiet=quiet, smoke=smoke, options=options, store=store,
+                                                  store_only=store_only)
+                except NotStored as e:
+                    not_run[exp] = e.labels
         prof.experiment = "(claims)"
         with section("analysis (rest)"):
-            checked = [c.check(results) for c in claims]
+            checked = [c.not_run(_why_not_run(c.experiment, not_run[c.experiment])) if c.experiment in not_run
+                       else c.check(results) for c in claims]
     rows = prof.rows()
     # the model a study of a pretrained LM ran with (source 003's experiments record it as "model")
     models = list(dict.fromkeys(str(r["model"]) for r in results.values() if isinstance(r, dict) and "model" in r))
@@ -82,8 +94,18 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
                         | {
                            "seconds": round(time.perf_counter() - t0, 1), "claims": checked,
                            "models": _models_used(results),
+                           "not_run": [{"experiment": exp, "models": labels,
+                                        "minutes": get_experiment(exp).full_minutes}
+                                       for exp, labels in not_run.items()],
                            "profile": summarize(rows) | {"rows": rows} | ({"side_by_side": side} if side is not None else {}),
                            "env": environment(device) | {"started": started, "finished": _utc_now()}}, out)
+
+
+def _why_not_run(experiment: str, labels: list[str]) -> str:
+    """The note of a claim whose experiment `--store-only` did not run."""
+    minutes = get_experiment(experiment).full_minutes
+    return (f"{experiment} was not run (--store-only): the model store lacks {', '.join(labels)} (the "
+            f"experiment's models take about {minutes:g} min on 2 CPU cores: `icgd reproduce {experiment}`)")
 
 
 def _models_used(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -103,9 +125,9 @@ def environment(device: str) -> dict[str, Any]:
     import numpy
     import torch
 
-    from icgd.core.version import __version__
+    from icgd.core.version import __version__, code_commit
 
-    return {"icgd": __version__, "torch": torch.__version__, "numpy": numpy.__version__,
+    return {"icgd": __version__, "commit": code_commit(), "torch": torch.__version__, "numpy": numpy.__version__,
             "python": platform.python_version(), "platform": platform.platform(), "device": device,
             "cuda": torch.cuda.get_device_name(device) if device.startswith("cuda") else None,
             "threads": torch.get_num_threads(), "command": " ".join(sys.argv)}

@@ -109,6 +109,9 @@ class ExperimentContext:
     #: `--retrain`): a model whose label and config it holds is copied into the cache, checked, instead of
     #: trained. Where each model came from goes into results.json ("models")
     store: Any = None
+    #: whether a model the cache and the store lack may be trained (False: `--store-only`, where training one
+    #: raises `NotStored` instead)
+    train_allowed: bool = True
 
     @property
     def quick(self) -> bool:
@@ -234,6 +237,8 @@ class ExperimentContext:
         return self.cache / f"{label}-{config_fingerprint(config, self.device)}"
 
     def _train_to(self, run: Path, config: TrainConfig, stop_after: int | None = None) -> TrainResult:
+        if not self.train_allowed:
+            raise NotStored([run.name.rsplit("-", 1)[0]])
         return train_into(run, config, self.device, self.quiet, stop_after)
 
     # ----------------------------------------------------------------------------------- outputs
@@ -268,6 +273,14 @@ class ExperimentContext:
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+
+class NotStored(RuntimeError):
+    """A model that `--store-only` forbids training: neither the model store nor the cache holds it."""
+
+    def __init__(self, labels: list[str]):
+        super().__init__(f"not in the model store: {', '.join(labels)}")
+        self.labels = labels
 
 
 def mode_of(quick: bool = False, smoke: bool = False) -> Mode:

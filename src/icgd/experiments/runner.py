@@ -15,6 +15,7 @@ from icgd.experiments.registry import (
     Experiment,
     ExperimentContext,
     Mode,
+    NotStored,
     mode_of,
 )
 from icgd.results.tables import ExperimentResults
@@ -36,7 +37,8 @@ def get_experiment(name: str) -> Experiment:
 def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, quick: bool = False,
                    seeds: list[int] | None = None, device: str = "cpu", quiet: bool = True,
                    smoke: bool = False, options: dict[str, Any] | None = None,
-                   trained_on: str | None = None, store: Any = "default") -> ExperimentResults:
+                   trained_on: str | None = None, store: Any = "default",
+                   store_only: bool = False) -> ExperimentResults:
     """Run experiment `name` into `out`; returns its results (also in out/results.json), a dict with frame
     accessors (`ExperimentResults`: `.frame()`, `.tables()`).
 
@@ -44,7 +46,10 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
     seeds: default the study's (`icgd.core.seeds`), or the experiment's own when it needs more. options: the
     experiment's own options (e.g. {"model": ...} for source 003's), ignored by the others. trained_on: a
     device type whose finished models in `cache` are used before any is trained on `device` ("cuda": models
-    trained on a GPU machine, evaluated here); results.json's "trained_on" then says which trained each."""
+    trained on a GPU machine, evaluated here); results.json's "trained_on" then says which trained each.
+    store_only: train nothing; an experiment with a declared model that neither the store nor the cache
+    holds raises `NotStored` (naming them all) before it writes anything, and one that would train an
+    undeclared model raises it then."""
     exp = get_experiment(name)
     mode = mode_of(quick, smoke)
     out = Path(out)
@@ -52,8 +57,13 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
         from icgd.train.store import default_store
 
         store = default_store()
-    ctx = ExperimentContext(out, Path(cache) if cache else out.parent / "_train", mode, exp.seeds(mode, seeds),
-                            device, quiet, dict(options or {}), trained_on=trained_on, store=store)
+    cache = Path(cache) if cache else out.parent / "_train"
+    if store_only:
+        lacking = not_stored(name, cache, mode, seeds, device, options, store)
+        if lacking:
+            raise NotStored(lacking)
+    ctx = ExperimentContext(out, cache, mode, exp.seeds(mode, seeds), device, quiet, dict(options or {}),
+                            trained_on=trained_on, store=store, train_allowed=not store_only)
     if exp.models is not None:
         ctx.declared, ctx.undeclared_ok = exp.models(ctx), bool(exp.retrains)
     t0 = time.perf_counter()
@@ -70,6 +80,22 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
     notes = [line for text in ctx.notes for line in ("", text)]
     write_text(out / "report.md", "\n".join(header + ctx.report_lines + notes + footer) + "\n")
     return ExperimentResults(ctx.results, out)
+
+
+def not_stored(name: str, cache: str | Path, mode: Mode = "full", seeds: list[int] | None = None,
+               device: str = "cpu", options: dict[str, Any] | None = None, store: Any = None) -> list[str]:
+    """The labels of the models experiment `name` declares that neither `store` nor the model cache `cache`
+    holds finished: what it would train. Empty for an experiment that declares none (it loads a pretrained
+    model)."""
+    from icgd.train.store import usable
+
+    exp = get_experiment(name)
+    if exp.models is None:
+        return []
+    ctx = ExperimentContext(Path("plan"), Path(cache), mode, exp.seeds(mode, seeds), device, True,
+                            dict(options or {}), create=False)
+    return [label for label, config in exp.models(ctx).items()
+            if not usable(ctx.run_dir(label, config), store) and (store is None or store.find(label, config) is None)]
 
 
 def plan_experiment(name: str, mode: Mode = "full", seeds: list[int] | None = None, device: str = "cpu",

@@ -1,0 +1,207 @@
+"""`icgd scoreboard`: the verdict tables of the documentation, generated from the reports of `icgd verify`.
+
+The scoreboard is a folder (the repository's `docs/scoreboard/`) holding, per suite, the report of one
+`icgd verify` run (`<suite>.json`: its claims.json without the profile's per-section rows) and the page made
+from it (`<suite>.md`: every claim with its measured value, seeds, interval, bar, verdict and the authors'
+number, and every model with where it came from), plus an index of all suites (`index.md`) that says whether
+they ran at one commit. No number on a page is typed: `render` makes every page from the JSON files, and
+`stale` names the pages that differ from what it makes (the test suite checks the committed folder).
+
+The pages are Markdown from the Jinja2 templates `scoreboard_suite.md.j2` and `scoreboard_index.md.j2`
+shipped with the package; this module turns the reports into the plain strings they show.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from icgd.core.io import write_json, write_text
+from icgd.core.verdict import VERDICTS, Verdict, verdict_of_row
+from icgd.report.runs import ReportError, _float, _num, load_run
+
+INDEX = "index.md"
+#: the verify report's keys kept in the scoreboard's JSON (the profile only as its summary)
+_KEPT = ("suite", "mode", "quick", "model", "seconds", "claims", "models", "not_run", "env")
+
+
+# ------------------------------------------------------------------------------------------ recording
+def record(run: str | Path, board: str | Path) -> Path:
+    """Copy the report of the `icgd verify` directory `run` into the scoreboard folder `board` as
+    `<suite>.json` (replacing that suite's earlier report); returns its path. Raises ReportError for a
+    directory that is not a verify run."""
+    loaded = load_run(run)
+    report = {k: loaded.report[k] for k in _KEPT if k in loaded.report}
+    profile = loaded.report.get("profile")
+    if isinstance(profile, dict):
+        report["profile"] = {k: v for k, v in profile.items() if k != "rows"}
+    board = Path(board)
+    if board.exists() and not board.is_dir():
+        raise ReportError(f"{board}: not a folder (the scoreboard is a folder of reports and pages)")
+    board.mkdir(parents=True, exist_ok=True)
+    path = board / f"{loaded.suite}.json"
+    write_json(path, report)
+    return path
+
+
+def reports(board: str | Path) -> dict[str, dict[str, Any]]:
+    """Every suite's report in the scoreboard folder, {suite: report}, in the order of the suites' names."""
+    board = Path(board)
+    if not board.is_dir():
+        raise ReportError(f"{board}: not a folder (give the scoreboard's folder, e.g. docs/scoreboard)")
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(board.glob("*.json")):
+        try:
+            report = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ReportError(f"{path}: not a readable report ({type(e).__name__})") from None
+        if not isinstance(report, dict) or report.get("suite") != path.stem or not isinstance(report.get("claims"), list):
+            raise ReportError(f"{path}: not the `icgd verify` report of suite {path.stem!r}")
+        out[path.stem] = report
+    return out
+
+
+# ------------------------------------------------------------------------------------------ rendering
+def render(board: str | Path) -> dict[str, str]:
+    """Every page of the scoreboard folder, {file name: Markdown}: one per suite report and the index."""
+    all_reports = reports(board)
+    suites = {name: _suite_view(report) for name, report in all_reports.items()}
+    pages = {f"{name}.md": _template("scoreboard_suite.md.j2").render(s=view) for name, view in suites.items()}
+    pages[INDEX] = _template("scoreboard_index.md.j2").render(suites=list(suites.values()),
+                                                               commits=_commits(suites.values()))
+    return pages
+
+
+def write(board: str | Path) -> list[Path]:
+    """Write every page `render` makes into `board`, and remove a page whose report is gone; returns the
+    files written or removed that changed."""
+    board = Path(board)
+    pages = render(board)
+    changed = []
+    for name, text in pages.items():
+        path = board / name
+        if not path.is_file() or path.read_text() != text:
+            write_text(path, text)
+            changed.append(path)
+    for path in board.glob("*.md"):
+        if path.name not in pages:
+            path.unlink()
+            changed.append(path)
+    return changed
+
+
+def stale(board: str | Path) -> list[str]:
+    """The pages of `board` that differ from what `render` makes of its reports (or that it lacks, or that
+    no report makes): empty when the folder is current."""
+    board = Path(board)
+    pages = render(board)
+    out = [name for name, text in pages.items()
+           if not (board / name).is_file() or (board / name).read_text() != text]
+    return out + sorted(p.name for p in board.glob("*.md") if p.name not in pages)
+
+
+@functools.lru_cache(maxsize=None)
+def _template(name: str) -> Any:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("icgd.report", "templates"), autoescape=False,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    env.filters["cell"] = _cell
+    return env.get_template(name)
+
+
+def _cell(value: Any) -> str:
+    """Text fit for a Markdown table cell: one line, pipes escaped."""
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
+    """What the suite's page shows, as plain strings."""
+    from icgd.experiments.catalog import load_sources
+
+    env = report.get("env") or {}
+    rows = report["claims"]
+    checks = [r for r in rows if r.get("kind") == "check"]
+    claims = [r for r in rows if r.get("kind") != "check"]
+    tally = Counter(verdict_of_row(r) for r in claims)
+    source = next((s for s in load_sources().values() if report["suite"] in s.suites), None)
+    models = report.get("models") or []
+    origins = Counter(str(m.get("from")) for m in models)
+    return {
+        "suite": report["suite"],
+        "source": "" if source is None else f"Source {source.number}: {source.title}" if source.number
+                  else f"Source: {source.title}",
+        "page": f"../{source.docs}" if source is not None and source.docs else None,
+        "mode": report.get("mode") or ("quick" if report.get("quick") else "full"),
+        "commit": str(env.get("commit") or "not recorded").removesuffix("+dirty"),
+        "dirty": str(env.get("commit") or "").endswith("+dirty"),
+        "date": str(env.get("finished") or env.get("started") or "")[:10] or "not recorded",
+        "command": _command(env.get("command")),
+        "device": f"{env.get('device', '?')}" + (f" ({env['cuda']})" if env.get("cuda") else "")
+                  + (f", {env['threads']} threads" if env.get("threads") else ""),
+        "versions": ", ".join(f"{k} {env[k]}" for k in ("icgd", "torch", "python") if env.get(k)),
+        "seconds": _duration(report.get("seconds")),
+        "tally": ", ".join(f"{tally.get(v, 0)} {v.value}" for v in VERDICTS),
+        "counts": {v.value: tally.get(v, 0) for v in VERDICTS},
+        "n_claims": len(claims),
+        "n_checks": len(checks),
+        "checks_pass": sum(verdict_of_row(r) is Verdict.PASS for r in checks),
+        "claims": [_row(r) for r in claims],
+        "checks": [_row(r) for r in checks],
+        "notes": [(r["id"], _cell(r["note"])) for r in rows if r.get("note")],
+        "models": [{"name": str(m.get("name")), "fingerprint": str(m.get("fingerprint")), "from": str(m.get("from")),
+                    "commit": str(m.get("commit") or "")[:10] or "-", "device": str(m.get("device") or "-")}
+                   for m in models],
+        "origins": ", ".join(f"{n} from the {o}" if o in ("store", "cache") else f"{n} {o}"
+                             for o, n in sorted(origins.items())) or "none",
+        "not_run": [{"experiment": n["experiment"], "models": ", ".join(n["models"]), "minutes": _num(n["minutes"])}
+                    for n in report.get("not_run") or []],
+    }
+
+
+def _row(r: dict[str, Any]) -> dict[str, str]:
+    seeds = [v for v in r.get("seeds") or [] if not math.isnan(_float(v))]
+    interval = r.get("interval")
+    ref = r.get("reference")
+    return {"id": r.get("id", ""), "claim": _cell(r["claim"]), "where": _cell(r.get("source", "")),
+            "experiment": r.get("experiment", ""),
+            "measured": "-" if math.isnan(_float(r["measured"])) else _num(r["measured"]),
+            "seeds": f"{_num(min(seeds))} to {_num(max(seeds))} ({len(seeds)})" if seeds else "-",
+            "interval": f"[{_num(interval[0])}, {_num(interval[1])}]" if interval else "-",
+            "bar": _cell(r["threshold"]), "verdict": verdict_of_row(r).value,
+            "reference": "-" if ref is None else _num(ref) + ("" if r.get("reference_passes") in (None, True)
+                                                             else " (fails the bar)"),
+            "reference_source": _cell(r.get("reference_source") or r.get("reference_note") or "")}
+
+
+def _command(command: Any) -> str:
+    """The command as typed, from the path of the `icgd` script onwards."""
+    if not command:
+        return "not recorded"
+    words = str(command).split()
+    if words and words[0].endswith("/icgd"):
+        words[0] = "icgd"
+    return " ".join(words)
+
+
+def _duration(seconds: Any) -> str:
+    s = _float(seconds)
+    if math.isnan(s):
+        return "not recorded"
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def _commits(suites: Any) -> dict[str, list[str]]:
+    """{commit: [suites run at it]}."""
+    out: dict[str, list[str]] = {}
+    for s in suites:
+        out.setdefault(s["commit"], []).append(s["suite"])
+    return out
+
+
+__all__ = ["record", "render", "reports", "stale", "write"]
