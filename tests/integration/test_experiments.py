@@ -9,6 +9,7 @@ import torch
 from icgd import make_generator
 from icgd.analysis import readoff
 from icgd.claims.base import SUITES, Claim, suite
+from icgd.results.console import tally
 from icgd.claims.runner import verify
 from icgd.cli import main
 from icgd.experiments.registry import ExperimentContext, register
@@ -114,10 +115,22 @@ def test_stricter_checks_are_marked_and_roles_validated():
     checked = c.check({"exp": {"v": 0.5}})
     assert checked["role"] == "stricter"
     rep = {"claims": [checked], "quick": True, "seconds": 1.0}
-    assert "worst seed (stricter check)" in format_markdown(rep)
+    assert "worst seed [stricter]" in format_markdown(rep)
     assert "w [stricter]: worst seed" in format_report(rep)
     plain = Claim("x", "a claim", "Fig. 0", "exp", lambda r: r["exp"]["v"], "<", 1.0, "").check({"exp": {"v": 0.5}})
     assert plain["role"] == "source" and "stricter" not in format_markdown({"claims": [plain]})
+
+
+def test_checks_are_marked_tallied_apart_and_kinds_validated():
+    check = Claim("c", "holds by construction", "Fig. 0", "exp", lambda r: r["exp"]["v"], "<", 1.0, "", kind="check")
+    claim = Claim("x", "a claim", "Fig. 0", "exp", lambda r: r["exp"]["v"], "<", 1.0, "")
+    rows = [check.check({"exp": {"v": 0.5}}), claim.check({"exp": {"v": 2.0}})]
+    assert [r["kind"] for r in rows] == ["check", "claim"]
+    rep = {"claims": rows, "mode": "full", "seconds": 1.0}
+    assert tally(rows) == "0 passed, 1 failed; 1 of 1 check hold"
+    assert "c [check]: holds by construction" in format_report(rep) and "holds by construction [check]" in format_markdown(rep)
+    with pytest.raises(ValueError, match="kind"):
+        Claim("y", "", "", "exp", lambda r: 0.0, "<", 1.0, "", kind="sanity")
     with pytest.raises(ValueError, match="role"):
         Claim("z", "a claim", "Fig. 0", "exp", lambda r: 0.0, "<", 1.0, "", role="extra")
 

@@ -83,7 +83,7 @@ def test_the_page_holds_every_claim_with_figures_spread_and_environment(runs, tm
         assert ref not in page
     # every claim: statement, source, threshold, why, measured value, PASS/FAIL; the stricter one marked
     for text in ("the gap is small", "(Fig. 2)", "&lt; 0.01", "the curves overlap; worst seed", "the ratio exceeds two",
-                 "stricter check", "0.005", "0.02", "gap_max"):
+                 "badge stricter\">stricter<", "0.005", "0.02", "gap_max"):
         assert text in page, text
     assert "&#39;drastic&#39;" in page and "'drastic'" not in page  # the why, escaped (quotes too)
     assert page.count('class="badge pass">PASS') == 1 and page.count('class="badge fail">FAIL') == 3

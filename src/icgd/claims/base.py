@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from icgd.claims.references import Reference
 from icgd.core.registry import Registry
-from icgd.core.verdict import VERDICTS, Verdict
+from icgd.core.verdict import KINDS, VERDICTS, Verdict
 
 __all__ = ["VERDICTS", "Claim", "PremiseNotMet", "Reference", "SUITES", "Verdict", "suite", "verdict_of"]
 
@@ -64,10 +64,15 @@ class Claim:
     #: reason (e.g. both models reach the mark by the first evaluation, so the measure is the evaluation's
     #: resolution, not the models'), the verdict is "inconclusive" and the reason is the note
     unresolved: Callable[[dict[str, Any]], str | None] | None = None
+    #: "claim" (a statement of the source that a wrong model fails) or "check" (holds by construction:
+    #: tallied apart, never in the count of PASSes; `icgd.core.verdict.KINDS`)
+    kind: str = "claim"
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"claim {self.id}: role must be one of {ROLES}, not {self.role!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.id}: kind must be one of {KINDS}, not {self.kind!r}")
 
     def holds(self, value: float) -> bool:
         """Whether `value` meets the bar (NaN never does)."""
@@ -103,8 +108,8 @@ class Claim:
     def _row(self, measured: float, verdict: Verdict, seeds: list[float] | None, interval: list[float] | None,
              note: str) -> dict[str, Any]:
         ref = self.reference
-        return {"id": self.id, "claim": self.claim, "source": self.source, "experiment": self.experiment,
-                "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": verdict is Verdict.PASS,
+        return {"id": self.id, "kind": self.kind, "claim": self.claim, "source": self.source,
+                "experiment": self.experiment, "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": verdict is Verdict.PASS,
                 "verdict": verdict.value, "seeds": seeds, "interval": interval,
                 "why": self.why, "role": self.role, "reference": ref.value, "reference_source": ref.source,
                 "reference_precision": ref.precision if ref.value is not None else None,

@@ -33,6 +33,23 @@ def verdict_of_row(row: dict[str, Any]) -> Verdict:
     return Verdict(v) if v else (Verdict.PASS if row.get("passed") else Verdict.FAIL)
 
 
-def count(rows: list[dict[str, Any]], verdict: Verdict) -> int:
-    """How many claim rows have `verdict`."""
-    return sum(verdict_of_row(r) is verdict for r in rows)
+#: what a row of a verify report is: a "claim", a statement of the source that a wrong model fails, or a
+#: "check", a sanity check that holds by construction (a correlation with random vectors, one quadratic
+#: minimised two ways, a timing, a measure with no trained model in it); checks are tallied apart
+KINDS = ("claim", "check")
+
+
+def kind_of_row(row: dict[str, Any]) -> str:
+    """The kind of a row of a verify report ("claim" for a report written before kinds existed)."""
+    return str(row.get("kind") or "claim")
+
+
+def count(rows: list[dict[str, Any]], verdict: Verdict, kind: str = "claim") -> int:
+    """How many rows of `kind` (claims by default; checks are tallied apart) have `verdict`."""
+    return sum(kind_of_row(r) == kind and verdict_of_row(r) is verdict for r in rows)
+
+
+def checks_tally(rows: list[dict[str, Any]]) -> str:
+    """'5 of 6 checks hold' ("" where there is no check): the checks' count, apart from the claims'."""
+    n = sum(kind_of_row(r) == "check" for r in rows)
+    return f"{count(rows, Verdict.PASS, 'check')} of {n} check{'' if n == 1 else 's'} hold" if n else ""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from icgd.core.io import write_text
-from icgd.core.verdict import Verdict, count, verdict_of_row
+from icgd.core.verdict import Verdict, checks_tally, count, verdict_of_row
 from icgd.report.runs import (
     _ENV_KEYS,
     MODES,
@@ -158,7 +158,7 @@ def _claim(cid: str, per_run: list[tuple[Run, dict[str, Any] | None]], notes: di
     first = next(c for _, c in per_run if c is not None)
     used = {(e, k) for run, c in per_run if c is not None for e, k in inputs[run.path].get(cid, [])}
     return {"id": cid, "anchor": _slug("claim", per_run[0][0].suite, cid), "claim": first["claim"],
-            "source": first.get("source", ""), "stricter": first.get("role") == "stricter", "why": first.get("why") or "",
+            "source": first.get("source", ""), "stricter": first.get("role") == "stricter", "check": first.get("kind") == "check", "why": first.get("why") or "",
             "inputs": [k for _, k in sorted(used)], "notes": notes.get(cid, []),
             "thresholds": list(dict.fromkeys(str(c["threshold"]) for _, c in per_run if c is not None)),
             "reference": first.get("reference"), "reference_precision": first.get("reference_precision") or 0,
@@ -245,6 +245,7 @@ def build_page(runs: list[Run], notes: dict[str, list[tuple[str, str]]] | None =
                                 f"{count(r.claims, Verdict.FAIL)} FAIL"
                                 + "".join(f" / {n} {v}" for v in (Verdict.INCONCLUSIVE, Verdict.UNTESTED)
                                           if (n := count(r.claims, v)))
+                                + (f" ({checks_tally(r.claims)})" if checks_tally(r.claims) else "")
                                 for r in sruns),
             "run_labels": [labels[r.path] for r in sruns],
             "experiments": [_experiment(s, n, sruns, labels, notes, inputs) for n in names],

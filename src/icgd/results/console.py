@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-from icgd.core.verdict import Verdict, count, verdict_of_row
+from icgd.core.verdict import Verdict, checks_tally, count, kind_of_row, verdict_of_row
 
 
 def authors(c: dict[str, Any]) -> str:
@@ -37,9 +37,17 @@ def verdict(c: dict[str, Any]) -> str:
 
 
 def tally(claims: list[dict[str, Any]]) -> str:
-    """'45 passed, 14 failed, 2 inconclusive, 1 untested' (the last parts only where there is one)."""
+    """'45 passed, 14 failed, 2 inconclusive, 1 untested' (the last parts only where there is one) of the
+    claims, and the checks apart: '; 5 of 6 checks hold'."""
     out = f"{count(claims, Verdict.PASS)} passed, {count(claims, Verdict.FAIL)} failed"
-    return out + "".join(f", {n} {v}" for v in (Verdict.INCONCLUSIVE, Verdict.UNTESTED) if (n := count(claims, v)))
+    out += "".join(f", {n} {v}" for v in (Verdict.INCONCLUSIVE, Verdict.UNTESTED) if (n := count(claims, v)))
+    checks = checks_tally(claims)
+    return out + (f"; {checks}" if checks else "")
+
+
+def _label(c: dict[str, Any]) -> str:
+    """' [stricter]', ' [check]' or '' after a row's id."""
+    return (" [check]" if kind_of_row(c) == "check" else "") + (" [stricter]" if c.get("role") == "stricter" else "")
 
 
 def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
@@ -62,8 +70,8 @@ def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
     for c in report["claims"]:
         claim = Text()
         claim.append(str(c.get("id", "")), style="bold")
-        if c.get("role") == "stricter":
-            claim.append(" [stricter]", style="magenta")
+        if _label(c):
+            claim.append(_label(c), style="magenta")
         claim.append(f": {c['claim']}")
         v = verdict(c)
         result = Text(v, style={Verdict.PASS: "bold green", Verdict.FAIL: "bold red"}.get(verdict_of_row(c), "bold yellow"))
@@ -77,7 +85,7 @@ def print_claims(report: dict[str, Any], file: IO[str] | None = None) -> None:
 
 #: how a Markdown table shows each verdict (FAIL in bold, inconclusive in italics)
 _MARKDOWN = {Verdict.PASS: "PASS", Verdict.FAIL: "**FAIL**", Verdict.INCONCLUSIVE: "*inconclusive*",
-             Verdict.UNTESTED: "untested (premise)"}
+             Verdict.UNTESTED: "untested"}
 
 
 def format_markdown(report: dict[str, Any]) -> str:
@@ -86,7 +94,7 @@ def format_markdown(report: dict[str, Any]) -> str:
     lines = ["| claim | source | measured | authors | threshold | result |", "|---|---|---|---|---|---|"]
     for c in report["claims"]:
         name = f"`{c['id']}`: {c['claim']}" if c.get("id") else c["claim"]
-        cells = [name + (" (stricter check)" if c.get("role") == "stricter" else ""), c["source"],
+        cells = [name + _label(c), c["source"],
                  measured(c), authors(c), c["threshold"],
                  _MARKDOWN[verdict_of_row(c)]]
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in cells) + " |")
@@ -96,8 +104,7 @@ def format_markdown(report: dict[str, Any]) -> str:
 def format_report(report: dict[str, Any]) -> str:
     rows = [("claim", "source", "measured", "authors", "threshold", "result")]
     for c in report["claims"]:
-        strict = " [stricter]" if c.get("role") == "stricter" else ""
-        rows.append((f"{c['id']}{strict}: {c['claim']}", c["source"], measured(c), authors(c),
+        rows.append((f"{c['id']}{_label(c)}: {c['claim']}", c["source"], measured(c), authors(c),
                      c["threshold"], verdict(c)))
     widths = [min(max(len(r[i]) for r in rows), 90) for i in range(6)]
     lines = ["  ".join(str(v)[:w].ljust(w) for v, w in zip(r, widths)) for r in rows]

@@ -35,14 +35,14 @@ def _at(r: dict, model: str, measure: str, i: int) -> float:
 @suite("blog", references=REFERENCES)
 def claims() -> list[Claim]:
     return [
-        Claim(id="eta-matches-line-search", source="'Analysis on the learning rate'", experiment=ETA,
+        Claim(id="eta-matches-line-search", kind="check", source="'Analysis on the learning rate'", experiment=ETA,
               claim="the analytic optimal eta of one GD step equals the line search's "
                     "(largest relative difference, same tasks)",
               measure=lambda r: max(r[ETA][X.ETA_MAX_DIFFERENCE.format(tag="a1")], r[ETA][X.ETA_MAX_DIFFERENCE.format(tag="a0.5")]),
               op="<", threshold=1e-3,
               why="both minimise the same empirical quadratic; the line search stops at a relative width of 1e-7, "
                   "so 0.1% leaves room for nothing but a wrong formula"),
-        Claim(id="eta-fast", source="'Analysis on the learning rate'", experiment=ETA,
+        Claim(id="eta-fast", kind="check", source="'Analysis on the learning rate'", experiment=ETA,
               claim="the analytic eta is computed far faster than by line search (time ratio)",
               measure=lambda r: r[ETA][X.ETA_SPEEDUP.format(tag="a1")], op=">", threshold=100,
               why="the source: about 10 ms against about 10 s; two orders of magnitude is the claim's substance"),

@@ -86,7 +86,7 @@ def dai() -> list[Claim]:
                claim="SimAOU (FT) minus SimAOU (random: uniform [0, 1), the authors' code), mean over layers",
                measure=_diff("simaou_ft", "simaou_random"), op=">", threshold=0.0,
                why="'SimAOU (FT) remains much more positive' than the random baseline; any margin counts"),
-        _claim(id="simaou-random-near-zero", source="Table 3", experiment=EXP,
+        _claim(id="simaou-random-near-zero", kind="check", source="Table 3", experiment=EXP,
                claim="|SimAOU (random)|: the cosine of a random update (uniform [0, 1), the "
                      "authors' code) with the ICL update, mean over layers",
                measure=lambda r: abs(_m("simaou_random")(r)), op="<", threshold=0.05,
@@ -103,7 +103,7 @@ def dai() -> list[Claim]:
                      "layers",
                measure=_diff("kendall_ft", "kendall_random"), op=">", threshold=0.0,
                why="'Kendall (ICL, FT) always maintains a distinctly positive value'; any margin counts"),
-        _claim(id="kendall-random-near-zero", source="Table 5", experiment=EXP,
+        _claim(id="kendall-random-near-zero", kind="check", source="Table 5", experiment=EXP,
                claim="|Kendall (ICL, random)|, token level, mean over layers",
                measure=lambda r: abs(_m("kendall_random")(r)), op="<", threshold=0.05,
                why="'Kendall (ICL, Random) is always near zero'"),

@@ -91,7 +91,7 @@ def claims() -> list[Claim]:
               claim="the interpolated model equals GD out of distribution as well (alpha <= 1.5)",
               measure=lambda r: r["oswald-ood"][X.OOD_INTERP_MAX_DEVIATION], op="<", threshold=0.1,
               why="as ood"),
-        Claim(id="ood-gd-degrades", source="sec. 3", experiment="oswald-ood",
+        Claim(id="ood-gd-degrades", kind="check", source="sec. 3", experiment="oswald-ood",
               claim="GD's own loss degrades quickly for larger inputs (GD / zero-predictor loss at "
                     "input scale 2 over the same at 1)",
               measure=lambda r: r["oswald-ood"][X.OOD_GD_DEGRADES], op=">", threshold=2.0,
@@ -125,7 +125,7 @@ def claims() -> list[Claim]:
               claim="without dampening repeated application diverges",
               measure=lambda r: r[REPEAT][X.REPEAT_RATIO_WORST.format(key="lambda_1")], op=">", threshold=1.0,
               why="loss after 50 applications above the loss after 1"),
-        Claim(id="repeat-undamped-gd", source="Fig. 10, A.6", experiment="oswald-repeat",
+        Claim(id="repeat-undamped-gd", kind="check", source="Fig. 10, A.6", experiment="oswald-repeat",
               claim="without dampening GD with the tuned eta diverges as well",
               measure=lambda r: r[REPEAT]["lambda_1.gd_final_over_first"], op=">", threshold=1.0,
               why="A.6: the undamped roll-out diverges for the TF and for GD alike; loss after 50 steps above after 1"),
@@ -297,7 +297,7 @@ def claims() -> list[Claim]:
               why="'the optimal gamma based on our derivation ... obtains a slightly larger gamma as an optimal value': "
                   "the direction only (the text gives no size for 'slightly'); smallest eigenvalue cut at 0.1 (the "
                   "source's cut is lost); median seed's gamma"),
-        Claim(id="curvature-explodes", source="Fig. 13, A.10", experiment="oswald-curvature",
+        Claim(id="curvature-explodes", kind="check", source="Fig. 13, A.10", experiment="oswald-curvature",
               claim="beyond gamma of about 0.1 the condition numbers explode (90th percentile over "
                     "tasks at gamma = 0.2 / at gamma = 0; smallest over the N of the sweep)",
               measure=lambda r: r["oswald-curvature"][X.KAPPA_EXPLODES], op=">", threshold=10.0,

@@ -1,0 +1,24 @@
+"""Every row of every suite is a claim or a check; the rows that hold by construction are checks, tallied
+apart from the claims (`icgd.core.verdict.KINDS`)."""
+
+from __future__ import annotations
+
+from icgd.claims import SUITES, suite_names
+from icgd.core.verdict import KINDS
+
+#: rows that hold by construction: a correlation with random vectors, one quadratic minimised two ways, a
+#: timing of our own code, measures with no trained model in them
+CHECKS = {"kendall-random-near-zero", "simaou-random-near-zero", "eta-matches-line-search", "eta-fast",
+          "curvature-explodes", "ood-gd-degrades", "repeat-undamped-gd"}
+
+
+def test_every_row_has_a_kind_and_the_constructions_are_checks():
+    rows = {(name, c.id): c for name in suite_names() for c in SUITES.lookup(name)()}
+    assert all(c.kind in KINDS for c in rows.values())
+    checks = {cid for (_, cid), c in rows.items() if c.kind == "check"}
+    assert checks == CHECKS
+
+
+def test_a_checked_row_says_its_kind():
+    (claim,) = [c for c in SUITES.lookup("blog")() if c.id == "eta-fast"]
+    assert claim.check({})["kind"] == "check" and claim.not_run("x")["kind"] == "check"
