@@ -111,7 +111,10 @@ class Claim:
         return {"id": self.id, "kind": self.kind, "claim": self.claim, "source": self.source,
                 "experiment": self.experiment, "measured": measured, "threshold": f"{self.op} {self.threshold:g}", "passed": verdict is Verdict.PASS,
                 "verdict": verdict.value, "seeds": seeds, "interval": interval,
-                "why": self.why, "role": self.role, "reference": ref.value, "reference_source": ref.source,
+                "why": self.why, "role": self.role, "reference": ref.value,
+                # where the authors' number was read; without one, why none exists (None: not said yet)
+                "reference_source": ref.source if ref.value is not None else None,
+                "reference_note": ref.source if ref.value is None else None,
                 "reference_precision": ref.precision if ref.value is not None else None,
                 "reference_passes": self.holds(ref.value) if ref.value is not None else None} \
             | ({"note": note} if note else {})

@@ -162,7 +162,7 @@ def _claim(cid: str, per_run: list[tuple[Run, dict[str, Any] | None]], notes: di
             "inputs": [k for _, k in sorted(used)], "notes": notes.get(cid, []),
             "thresholds": list(dict.fromkeys(str(c["threshold"]) for _, c in per_run if c is not None)),
             "reference": first.get("reference"), "reference_precision": first.get("reference_precision") or 0,
-            "reference_source": first.get("reference_source") or "",
+            "reference_source": first.get("reference_source") or first.get("reference_note") or "",
             "cells": [_cell(run, c, inputs[run.path]) for run, c in per_run]}
 
 

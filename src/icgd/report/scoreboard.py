@@ -154,6 +154,8 @@ def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
         "claims": [_row(r) for r in claims],
         "checks": [_row(r) for r in checks],
         "notes": [(r["id"], _cell(r["note"])) for r in rows if r.get("note")],
+        "no_reference": sum(r.get("reference") is None for r in claims),
+        "no_reference_unexplained": sum(r.get("reference") is None and not r.get("reference_note") for r in claims),
         "models": [{"name": str(m.get("name")), "fingerprint": str(m.get("fingerprint")), "from": str(m.get("from")),
                     "commit": str(m.get("commit") or "")[:10] or "-", "device": str(m.get("device") or "-")}
                    for m in models],
@@ -176,7 +178,8 @@ def _row(r: dict[str, Any]) -> dict[str, str]:
             "bar": _cell(r["threshold"]), "verdict": verdict_of_row(r).value,
             "reference": "-" if ref is None else _num(ref) + ("" if r.get("reference_passes") in (None, True)
                                                              else " (fails the bar)"),
-            "reference_source": _cell(r.get("reference_source") or r.get("reference_note") or "")}
+            "reference_source": _cell(r.get("reference_source") or "") if ref is not None else "",
+            "reference_note": _cell(r.get("reference_note") or "") if ref is None else ""}
 
 
 def _command(command: Any) -> str:
@@ -184,7 +187,7 @@ def _command(command: Any) -> str:
     if not command:
         return "not recorded"
     words = str(command).split()
-    if words and words[0].endswith("/icgd"):
+    if words and (words[0].endswith("/icgd") or words[0].endswith("/icgd/cli.py")):  # a script, or python -m icgd.cli
         words[0] = "icgd"
     return " ".join(words)
 
