@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from icgd.claims.base import Claim, suite
 from icgd.sources.categorical import keys as X
+from icgd.sources.categorical.references import REFERENCES
 
 GVT = "categorical-gd-vs-tf"
 HEADS = "categorical-heads"
@@ -71,7 +72,7 @@ def _fewshot_vs_untrained(kernel: str) -> Claim:
                         "grid-tuned": r[FEW][X.FEWSHOT_TUNED.format(kernel=kernel)]})
 
 
-@suite("categorical")
+@suite("categorical", references=REFERENCES)
 def categorical() -> list[Claim]:
     return [
         Claim(id="gd-tf-agree", source="Fig. 3", experiment=GVT,

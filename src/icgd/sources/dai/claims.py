@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from icgd.claims.base import Claim, PremiseNotMet, suite
 from icgd.sources.dai import keys as X
+from icgd.sources.dai.references import REFERENCES
 
 EXP = "dai-icl-vs-ft"
 
@@ -55,7 +56,7 @@ def _claim(*args, **kw) -> Claim:
     return Claim(*args, replicates=_replicates, **kw)
 
 
-@suite("dai")
+@suite("dai", references=REFERENCES)
 def dai() -> list[Claim]:
     return [
         _claim(id="premise-icl-beats-zsl", source="Table 1", experiment=EXP,

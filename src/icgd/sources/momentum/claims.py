@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from icgd.claims.base import Claim, PremiseNotMet, suite
 from icgd.sources.momentum import keys as X
+from icgd.sources.momentum.references import REFERENCES
 from icgd.sources.momentum.bursty import PREMISE_FACTOR as FEWSHOT_FACTOR
 from icgd.sources.momentum.recall import PREMISE_FACTOR
 from icgd.sources.momentum.regression import PREMISE_BAR as REGRESSION_BAR
@@ -81,7 +82,7 @@ _fewshot_replicates = _replicates_of(FEW, X.FEWSHOT_KEPT, X.FEWSHOT_BOOTSTRAP)
 _fewshot_values = _values_of(FEW, X.FEWSHOT_SETTINGS, X.FEWSHOT_SETTING, "guess")
 
 
-@suite("momentum")
+@suite("momentum", references=REFERENCES)
 def momentum() -> list[Claim]:
     return [
         Claim(id="momentum-lowers-perplexity", source="Table 6", experiment=MOM,
