@@ -86,6 +86,17 @@ def test_reproduce_store_only_refuses_an_experiment_the_store_cannot_run(tiny, t
     assert json.loads((tmp_path / "h" / "results.json").read_text())["models"]["held"]["from"] == "store"
 
 
+def test_a_suite_with_nothing_stored_is_all_untested_and_its_report_written(tiny, tmp_path, monkeypatch, capsys):
+    from icgd.cli import main
+
+    claim = Claim("m", "the loss is finite", "test", "tiny-missing", lambda r: r["tiny-missing"]["final_loss"], "<",
+                  1e9, "test")
+    monkeypatch.setitem(SUITES, "tiny-none", lambda: [claim])
+    assert main(["verify", "tiny-none", "--store-only", "--json", "--out", str(tmp_path / "v")]) == 0
+    report = json.loads((tmp_path / "v" / "claims.json").read_text())
+    assert [c["verdict"] for c in report["claims"]] == ["untested"] and report["not_run"][0]["models"] == ["missing"]
+
+
 @pytest.mark.parametrize("flag", ["--quick", "--smoke", "--retrain"])
 def test_store_only_goes_only_with_full_mode_from_the_store(tiny, tmp_path, capsys, flag):
     from icgd.cli import main

@@ -52,6 +52,7 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     for exp in experiments:  # refuse bad seeds before anything is trained
         get_experiment(exp).seeds(mode, seeds)
     out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)  # where claims.json goes, even when no experiment runs (--store-only)
     t0 = time.perf_counter()
     started = _utc_now()
     results: dict[str, Any] = {}
