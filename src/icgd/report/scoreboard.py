@@ -49,7 +49,8 @@ def record(run: str | Path, board: str | Path) -> Path:
 
 
 def reports(board: str | Path) -> dict[str, dict[str, Any]]:
-    """Every suite's report in the scoreboard folder, {suite: report}, in the order of the suites' names."""
+    """Every suite's report in the scoreboard folder, {suite: report}, in the order the sources list their
+    suites (`icgd.claims.runner.suite_names`), then any other by name."""
     board = Path(board)
     if not board.is_dir():
         raise ReportError(f"{board}: not a folder (give the scoreboard's folder, e.g. docs/scoreboard)")
@@ -62,7 +63,10 @@ def reports(board: str | Path) -> dict[str, dict[str, Any]]:
         if not isinstance(report, dict) or report.get("suite") != path.stem or not isinstance(report.get("claims"), list):
             raise ReportError(f"{path}: not the `icgd verify` report of suite {path.stem!r}")
         out[path.stem] = report
-    return out
+    from icgd.claims.runner import suite_names
+
+    order = {name: i for i, name in enumerate(suite_names())}
+    return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
 
 
 # ------------------------------------------------------------------------------------------ rendering
@@ -132,6 +136,7 @@ def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
     source = next((s for s in load_sources().values() if report["suite"] in s.suites), None)
     models = report.get("models") or []
     origins = Counter(str(m.get("from")) for m in models)
+    not_run = {n["experiment"] for n in report.get("not_run") or []}
     return {
         "suite": report["suite"],
         "source": "" if source is None else f"Source {source.number}: {source.title}" if source.number
@@ -151,22 +156,24 @@ def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
         "n_claims": len(claims),
         "n_checks": len(checks),
         "checks_pass": sum(verdict_of_row(r) is Verdict.PASS for r in checks),
-        "claims": [_row(r) for r in claims],
-        "checks": [_row(r) for r in checks],
-        "notes": [(r["id"], _cell(r["note"])) for r in rows if r.get("note")],
+        "claims": [_row(r, not_run) for r in claims],
+        "checks": [_row(r, not_run) for r in checks],
+        # a row whose experiment was not run says so in its verdict; the section "Not run" says why
+        "notes": [(r["id"], _cell(r["note"])) for r in rows if r.get("note") and r.get("experiment") not in not_run],
         "no_reference": sum(r.get("reference") is None for r in claims),
         "no_reference_unexplained": sum(r.get("reference") is None and not r.get("reference_note") for r in claims),
         "models": [{"name": str(m.get("name")), "fingerprint": str(m.get("fingerprint")), "from": str(m.get("from")),
                     "commit": str(m.get("commit") or "")[:10] or "-", "device": str(m.get("device") or "-")}
                    for m in models],
         "origins": ", ".join(f"{n} from the {o}" if o in ("store", "cache") else f"{n} {o}"
-                             for o, n in sorted(origins.items())) or "none",
+                             for o, n in sorted(origins.items())) or "none used",
+        "n_not_run": len(not_run),
         "not_run": [{"experiment": n["experiment"], "models": ", ".join(n["models"]), "minutes": _num(n["minutes"])}
                     for n in report.get("not_run") or []],
     }
 
 
-def _row(r: dict[str, Any]) -> dict[str, str]:
+def _row(r: dict[str, Any], not_run: set[str]) -> dict[str, str]:
     seeds = [v for v in r.get("seeds") or [] if not math.isnan(_float(v))]
     interval = r.get("interval")
     ref = r.get("reference")
@@ -175,9 +182,11 @@ def _row(r: dict[str, Any]) -> dict[str, str]:
             "measured": "-" if math.isnan(_float(r["measured"])) else _num(r["measured"]),
             "seeds": f"{_num(min(seeds))} to {_num(max(seeds))} ({len(seeds)})" if seeds else "-",
             "interval": f"[{_num(interval[0])}, {_num(interval[1])}]" if interval else "-",
-            "bar": _cell(r["threshold"]), "verdict": verdict_of_row(r).value,
-            "reference": "-" if ref is None else _num(ref) + ("" if r.get("reference_passes") in (None, True)
-                                                             else " (fails the bar)"),
+            "bar": _cell(r["threshold"]),
+            "verdict": verdict_of_row(r).value + (" (not run)" if r.get("experiment") in not_run else ""),
+            "reference": "-" if ref is None else _num(ref) + (f" ± {r['reference_precision']:.2g}"
+                                                             if r.get("reference_precision") else "")
+                         + ("" if r.get("reference_passes") in (None, True) else " (fails the bar)"),
             "reference_source": _cell(r.get("reference_source") or "") if ref is not None else "",
             "reference_note": _cell(r.get("reference_note") or "") if ref is None else ""}
 
