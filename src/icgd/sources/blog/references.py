@@ -14,12 +14,15 @@ POST = "source 001's figure data"
 
 #: {claim id: Reference}; a claim not listed has no reference
 REFERENCES: dict[str, Reference] = {
-    "eta-fast": Reference(1000.0, "source 001's text: 'about 10 s against about 10 ms' for the line search and "
-                                  "the closed form (JAX on a GPU)", 500.0),
+    "eta-fast": Reference(1000.0, "the full blog post of source 001 (iclr-blogposts/2024, _posts/2024-05-07-"
+                                  "understanding-icl.md, 'Analysis on the learning rate'; the seed's abridged text "
+                                  "lacks the sentence): 'about 10 s against about 10 ms' for the line search and "
+                                  "the closed form, the authors' JAX on a GPU; ours times our own code on the CPU, "
+                                  "so the row is a check, not a claim", 500.0),
     "dampening-lowers-loss": Reference(0.2065, f"{POST}, multiple_steps.html, lambda = 0.7: 0.1890 after 50 "
                                                "applications over 0.9153 after 1"),
     "dampening-monotone": Reference(0.9970, f"{POST}, multiple_steps.html, lambda = 0.7: the largest ratio of "
-                                           "consecutive applications of the median curve"),
+                                           "consecutive applications of the one run the figure plots"),
     "dampening-matches-gd": Reference(0.0373, f"{POST}, multiple_steps.html, lambda = 0.7: the largest |TF / GD - 1| "
                                               "over the 50 applications"),
     "lstm-not-gd": Reference(0.7907, f"{POST}, lstm-comparison-3.html: the best unidirectional LSTM's final "

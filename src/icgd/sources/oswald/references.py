@@ -59,7 +59,8 @@ REFERENCES: dict[str, dict[str, Reference]] = {
                                              "control (MLP + GD) at 0.0014 (axis 0 to 0.01)", 0.05),
         "sine-similar-loss-worst-seed": Reference(0.75, f"{NLR}, cell 7: one seed is plotted; as sine-similar-loss",
                                                   0.05),
-        "sine-alignment": Reference(0.52, f"{NLR}, cell 7 (Fig. 4 middle and left): 'Preds diff' 0.022 at the end "
+        "sine-alignment": Reference(0.52, f"derived, not read: {NLR}, cell 7 (Fig. 4 middle and left): 'Preds diff' "
+                                          "0.022 at the end "
                                           "(axis 0 to 0.08) over the control's mean error |y_control - y|. Its "
                                           "final loss 0.0014 (0.5 MSE: RMS error 0.053) gives that mean error 0.042 "
                                           "for errors of a normal law (0.8 x RMS; Laplace 0.71 x RMS: 0.59), at most "
