@@ -430,3 +430,45 @@ def test_sine_claims_read_their_seeds_and_a_spread_across_the_bar_is_inconclusiv
     tight = {X.SINE_SEEDS.format(measure="initial_function_relative"): [0.40, 0.446, 0.45, 0.5, 0.55]}
     assert claim.check({"oswald-sine-code": med | spread})["verdict"] == "inconclusive"
     assert claim.check({"oswald-sine-code": med | tight})["verdict"] == "PASS"
+
+
+def _lstm_study(loss_of) -> dict:
+    """blog-lstm's results (3 seeds, depths 1, 2, 4) with every LSTM's losses from `loss_of(name, seed)`, the
+    zero predictor's loss on the same tasks, and every comparison's value set where its bar passes."""
+    from icgd.sources.blog import keys as B
+
+    r: dict = {B.LSTM_DEPTHS: [1, 2, 4], "zero_loss": loss_of("zero", 0)}
+    for name in ["lsa-1"] + [f"{b}lstm-{k}" for b in ("", "bi") for k in (1, 2, 4)]:
+        r[B.LSTM_SEEDS.format(model=name, measure="loss")] = [loss_of(name, s) for s in range(3)]
+        r[B.LSTM_SEEDS.format(model=name, measure="sensitivity_cosine")] = [0.7] * 3
+    r |= {B.LSTM_BEST_COSINE_OVER_LSA: 0.7, B.BILSTM_COSINE_GAIN: 0.1, B.BILSTM_OVER_LSTM: 0.8,
+          B.BEST_UNI_LSTM_OVER_LSA: 1.3, B.BILSTM_GAIN_DEEPEST_OVER_1: 0.8, B.BILSTM_COSINE_GAIN_FROM_2: 0.05,
+          B.BILSTM_BEST_COSINE: 0.8}
+    return {"blog-lstm": r}
+
+
+def test_untrained_lstms_fail_the_premise_and_leave_the_lstm_comparisons_untested():
+    from icgd.experiments.registry import ExperimentContext
+    from icgd.sources.blog.lstm import lstm_config
+    from icgd.train.models import init_params, seed_learner
+
+    ev = _tasks(256, 1)
+    ctx = ExperimentContext(None, None, "quick", [0, 1, 2], create=False)
+    losses = {"zero": evaluate(ZeroPredictor(), ev).mean}
+    for bi in (False, True):
+        for k in (1, 2, 4):
+            cfg = lstm_config(ctx, k, bi)
+            params = {k: v.double() for k, v in init_params(cfg).items()}  # the tasks are float64
+            for s in range(3):
+                losses[cfg.name, s] = evaluate(seed_learner(cfg, params, s), ev).mean
+    untrained = _lstm_study(lambda name, s: losses["zero"] if name == "zero" else losses.get((name, s), 0.4))
+    trained = _lstm_study(lambda name, s: losses["zero"] * (1.0 if name == "zero" else 0.4 if name == "lsa-1" else 0.73))
+    gated = ["lstm-not-gd", "lstm-worse-than-tf", "bilstm-depth", "bilstm-better", "bilstm-gain-grows",
+             "bilstm-increasingly-gd", "bilstm-cosine-below-1"]
+    for cid in gated:
+        claim = _claim("blog", cid)
+        assert claim.check(untrained)["verdict"] == "untested", cid
+        assert claim.check(trained)["verdict"] == "PASS", cid
+    for cid in ("premise-lstm-learns", "premise-bilstm-learns"):
+        assert _claim("blog", cid).check(untrained)["verdict"] == "FAIL"
+        assert _claim("blog", cid).check(trained)["verdict"] == "PASS"

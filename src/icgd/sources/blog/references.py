@@ -14,6 +14,10 @@ POST = "source 001's figure data"
 
 #: {claim id: Reference}; a claim not listed has no reference
 REFERENCES: dict[str, Reference] = {
+    "premise-lstm-learns": Reference(None, "not read yet: lstm-comparison-1.html draws the LSTMs' losses; the zero "
+                                           "predictor's level of the same set-up has not been matched to it"),
+    "premise-bilstm-learns": Reference(None, "not read yet: lstm-comparison-1.html draws the BiLSTMs' losses; the "
+                                             "zero predictor's level of the same set-up has not been matched to it"),
     "eta-fast": Reference(1000.0, "the full blog post of source 001 (iclr-blogposts/2024, _posts/2024-05-07-"
                                   "understanding-icl.md, 'Analysis on the learning rate'; the seed's abridged text "
                                   "lacks the sentence): 'about 10 s against about 10 ms' for the line search and "
