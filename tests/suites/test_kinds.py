@@ -22,3 +22,9 @@ def test_every_row_has_a_kind_and_the_constructions_are_checks():
 def test_a_checked_row_says_its_kind():
     (claim,) = [c for c in SUITES.lookup("blog")() if c.id == "eta-fast"]
     assert claim.check({})["kind"] == "check" and claim.not_run("x")["kind"] == "check"
+
+
+def test_readings_of_ours_are_marked_stricter_not_the_sources():
+    rows = {c.id: c for c in SUITES.lookup("categorical")()}
+    assert rows["softmax-invariant"].role == "stricter" and rows["agree-laplacian"].role == "stricter"
+    assert rows["agree-softmax"].role == "source" and rows["softmax-improves-with-n"].role == "source"
