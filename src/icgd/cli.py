@@ -272,74 +272,17 @@ def _check_store_only(args: argparse.Namespace) -> None:
 
 
 def cmd_store(args: argparse.Namespace) -> int:
-    """`icgd store list | check | add RUN...`: the model store (docs/store.md)."""
-    from pathlib import Path
+    """`icgd store list | check | add RUN... | missing`: the model store (docs/store.md)."""
+    from icgd.report.commands import store
 
-    from icgd.train.store import ModelStore, default_store
-
-    store = ModelStore(args.store) if args.store else default_store()
-    if store is None:
-        raise UsageError("no model store here: name one with --store DIR (or $ICGD_STORE); a clone of the "
-                         "repository has zoo/")
-    if args.action == "add":
-        if not args.runs:
-            raise UsageError("icgd store add needs the finished run directories to keep")
-        for run in args.runs:
-            m = store.add(Path(run))
-            print(f"{m.key}: {m.entry['device']}, {m.entry['steps']} steps, "
-                  f"{sum(f['bytes'] for f in m.entry['files'].values()) / 1e6:.2f} MB")
-        return 0
-    if args.action == "missing":
-        return _store_missing(store)
-    models = store.models()
-    if args.action == "check":
-        for m in models:
-            store.check(m)  # a StoreError is one line and exit 2
-        print(f"{len(models)} models, every file as the manifest says ({store.size() / 1e6:.1f} MB)")
-        return 0
-    for m in models:
-        e = m.entry
-        print(f"{m.key:<40} {e['device']:<9} {e['steps']:>7} steps  {(e.get('seconds') or 0) / 60:6.1f} min  "
-              f"{e['commit'][:10]}")
-    for name, why in store.manifest["missing"].items():
-        print(f"{name:<40} missing: {why}")
-    print(f"{len(models)} models, {store.size() / 1e6:.1f} MB in {store.root}")
-    return 0
+    return store(args)
 
 
-def _store_missing(store: Any) -> int:
-    """Every model a full-mode experiment declares that the store does not hold (once, however many
-    experiments share it), with the experiments that train it and their estimated full-mode time on 2 CPU
-    cores (an experiment's models share that time)."""
-    from pathlib import Path
+def cmd_scoreboard(args: argparse.Namespace) -> int:
+    """`icgd scoreboard [RUN ...] [--check]`: the generated verdict pages (docs/scoreboard)."""
+    from icgd.report.commands import scoreboard
 
-    from icgd.experiments.catalog import load_sources, source_of
-    from icgd.experiments.registry import ExperimentContext
-    from icgd.experiments.runner import experiments
-    from icgd.train.store import store_key
-
-    load_sources()
-    missing: dict[str, tuple[str, list[str]]] = {}
-    held: set[str] = set()
-    minutes: dict[str, float] = {}
-    for name, exp in sorted(experiments().items()):
-        src = source_of(exp.fn.__module__)
-        if exp.models is None or src is None or src.template:
-            continue
-        ctx = ExperimentContext(Path("plan"), Path("plan"), "full", exp.seeds("full"), create=False)
-        for label, config in exp.models(ctx).items():
-            key, _ = store_key(label, config)
-            if store.find(label, config) is not None:
-                held.add(key)
-            else:
-                missing.setdefault(key, (label, []))[1].append(name)
-                minutes[name] = exp.full_minutes
-    for key, (label, names) in sorted(missing.items(), key=lambda kv: kv[1][1][0]):
-        print(f"{label:<28} {', '.join(f'{n} ({minutes[n]:g} min)' for n in names)}")
-    print(f"{len(missing)} full-mode models missing from the store, {len(held)} held (the minutes are each "
-          "experiment's estimate on 2 CPU cores, all its models together); experiments that declare no models "
-          "(they load a pretrained LM) are not listed")
-    return 0
+    return scoreboard(args)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -387,38 +330,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(f"wrote {out} ({len(runs)} run director{'y' if len(runs) == 1 else 'ies'}, "
           f"{out.stat().st_size / 1e6:.1f} MB, {time.perf_counter() - t0:.1f} s)")
     return 0
-
-
-def cmd_scoreboard(args: argparse.Namespace) -> int:
-    """`icgd scoreboard [RUN ...] [--check]`: the generated verdict pages (docs/scoreboard)."""
-    from pathlib import Path
-
-    from icgd.report import scoreboard
-
-    board = Path(args.dir) if args.dir else _default_board()
-    if args.check:
-        if args.runs:
-            raise UsageError("--check compares the pages with the reports already in the folder: give no RUN")
-        stale = scoreboard.stale(board)
-        if stale:
-            print(f"{board}: not what `icgd scoreboard` makes of its reports: {', '.join(stale)}")
-            return 1
-        print(f"{board}: every page is what `icgd scoreboard` makes of its reports")
-        return 0
-    for run in args.runs:
-        print(f"recorded {scoreboard.record(run, board)}")
-    changed = scoreboard.write(board)
-    print(f"{board}: {len(changed)} page{'' if len(changed) == 1 else 's'} changed"
-          + (f" ({', '.join(p.name for p in changed)})" if changed else ""))
-    return 0
-
-
-def _default_board() -> Any:
-    """docs/scoreboard of the checkout the package runs from, else of the working directory."""
-    from pathlib import Path
-
-    here = Path(__file__).resolve().parents[2] / "docs" / "scoreboard"
-    return here if here.is_dir() else Path("docs") / "scoreboard"
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
