@@ -472,3 +472,12 @@ def test_untrained_lstms_fail_the_premise_and_leave_the_lstm_comparisons_unteste
     for cid in ("premise-lstm-learns", "premise-bilstm-learns"):
         assert _claim("blog", cid).check(untrained)["verdict"] == "FAIL"
         assert _claim("blog", cid).check(trained)["verdict"] == "PASS"
+
+
+def test_a_missing_result_behind_the_lstm_premise_is_not_measured_not_untested():
+    from icgd.sources.blog import keys as B
+
+    untrained = _lstm_study(lambda name, s: 1.648)  # every model on the zero predictor's plateau
+    del untrained["blog-lstm"][B.BILSTM_BEST_COSINE]
+    row = _claim("blog", "bilstm-cosine-below-1").check(untrained)
+    assert row["note"].startswith("not measured") and row["verdict"] == "FAIL"

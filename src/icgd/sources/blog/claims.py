@@ -33,12 +33,13 @@ def _if_learnt(fn, *kinds):
     """`fn` as a measure, read only where every kind in `kinds` ((models, name) pairs) learnt in context (the
     premise `LEARNT`); elsewhere PremiseNotMet: an untrained LSTM would pass "LSTMs are not GD" too."""
     def measure(r: dict) -> float:
+        value = fn(r)  # read first: a result key missing is "not measured", never hidden behind the premise
         for models, name in kinds:
             ratio = _best_over_zero(r, models)
             if not ratio < LEARNT:
                 raise PremiseNotMet(f"no {name} learnt in context: the best one's loss is {ratio:.3f} of the "
                                     f"zero predictor's (the premise: below {LEARNT})")
-        return fn(r)
+        return value
     return measure
 
 
