@@ -183,7 +183,6 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     suffix = _mode_suffix(args)
     out = Path(args.out) if args.out else Path("runs") / (exp.name + suffix)
     cache = Path(args.cache) if args.cache else out.parent / f"_train{suffix}"
-    _check_store_only(args)
     from icgd.experiments.registry import NotStored
 
     try:
@@ -246,7 +245,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from icgd.core.profiling import format_breakdown
 
     out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{_mode_suffix(args)}"
-    _check_store_only(args)
     report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=_device(args.device),
                     quiet=args.quiet or args.json, cache=args.cache, smoke=args.smoke, options=_options(args),
                     workers=args.workers, address=args.address, retrain=args.retrain, store_only=args.store_only)
@@ -263,12 +261,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(format_breakdown(report["profile"]))
     # untested claims (premise not met) claim nothing, so they do not fail --strict
     return 1 if args.strict and not all(c["passed"] or c["verdict"] == "untested" for c in report["claims"]) else 0
-
-
-def _check_store_only(args: argparse.Namespace) -> None:
-    if args.store_only and (args.quick or args.smoke or args.retrain):
-        other = "--quick" if args.quick else "--smoke" if args.smoke else "--retrain"
-        raise UsageError(f"--store-only reads the model store, which holds the full-mode models: not with {other}")
 
 
 def cmd_store(args: argparse.Namespace) -> int:

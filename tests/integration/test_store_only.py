@@ -97,12 +97,14 @@ def test_a_suite_with_nothing_stored_is_all_untested_and_its_report_written(tiny
     assert [c["verdict"] for c in report["claims"]] == ["untested"] and report["not_run"][0]["models"] == ["missing"]
 
 
+@pytest.mark.parametrize("command", [["verify", "tiny"], ["reproduce", "tiny-held"]])
 @pytest.mark.parametrize("flag", ["--quick", "--smoke", "--retrain"])
-def test_store_only_goes_only_with_full_mode_from_the_store(tiny, tmp_path, capsys, flag):
+def test_store_only_goes_only_with_full_mode_from_the_store(tiny, tmp_path, capsys, flag, command):
     from icgd.cli import main
 
-    assert main(["verify", "tiny", "--store-only", flag, "--out", str(tmp_path / "v")]) == 2
-    assert capsys.readouterr().err.count("\n") == 1
+    assert main([*command, "--store-only", flag, "--out", str(tmp_path / "v")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and flag in err  # the flag it does not go with is named
     assert not (tmp_path / "v").exists()
 
 

@@ -10,7 +10,7 @@ from icgd.claims.base import SUITES
 from icgd.core.profiling import Profile, section, summarize
 from icgd.experiments.catalog import load_sources
 from icgd.experiments.registry import NotStored, mode_of
-from icgd.experiments.runner import get_experiment, run_experiment
+from icgd.experiments.runner import check_store_only, get_experiment, run_experiment
 from icgd.results.tables import VerifyReport
 
 
@@ -45,12 +45,14 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     load_sources()
     claims = SUITES.lookup(name)()
     mode = mode_of(quick, smoke)
-    if store_only and (mode != "full" or retrain):
-        raise ValueError("--store-only reads the model store, which holds the full-mode models: it goes without "
-                         + ("--retrain" if retrain else "--quick and --smoke"))
     experiments = list(dict.fromkeys(c.experiment for c in claims))
     for exp in experiments:  # refuse bad seeds before anything is trained
         get_experiment(exp).seeds(mode, seeds)
+    from icgd.train.store import default_store
+
+    store = None if retrain else default_store()
+    if store_only:  # refused before anything is written
+        check_store_only(mode, store)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)  # where claims.json goes, even when no experiment runs (--store-only)
     t0 = time.perf_counter()
@@ -59,9 +61,6 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     cache = Path(cache) if cache else out / "_train"
     prof = Profile()
     side: dict[str, Any] | None = None
-    from icgd.train.store import default_store
-
-    store = None if retrain else default_store()
     not_run: dict[str, list[str]] = {}
     with prof.active():
         if (workers > 1 or address is not None) and not store_only:

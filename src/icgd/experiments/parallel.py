@@ -27,7 +27,7 @@ from typing import Any
 from icgd.experiments.registry import ExperimentContext, Mode
 from icgd.train.config import TrainConfig
 from icgd.train.runs import completed, run_lock, train_into
-from icgd.train.store import usable
+from icgd.train.store import would_train
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def planned(experiments: list[str], out: Path, cache: Path, mode: Mode, seeds: l
         ctx = ExperimentContext(out / name, cache, mode, exp.seeds(mode, seeds), device, True, dict(options or {}))
         for label, config in exp.models(ctx).items():
             run = ctx.run_dir(label, config)
-            if not usable(run, store) and (store is None or store.find(label, config) is None):
+            if would_train(run, label, config, store):
                 jobs.setdefault(run, Job(label, run, config))
     return sorted(jobs.values(), key=lambda j: -cost(j.config))
 

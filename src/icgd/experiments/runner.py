@@ -59,6 +59,7 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
         store = default_store()
     cache = Path(cache) if cache else out.parent / "_train"
     if store_only:
+        check_store_only(mode, store)
         lacking = not_stored(name, cache, mode, seeds, device, options, store)
         if lacking:
             raise NotStored(lacking)
@@ -82,12 +83,23 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
     return ExperimentResults(ctx.results, out)
 
 
+def check_store_only(mode: Mode, store: Any) -> None:
+    """Refuse `--store-only` where it cannot mean anything: the store holds full-mode models only, and
+    without a store (`--retrain`, or an install with none) there is nothing to read. Raises ValueError."""
+    if mode != "full":
+        raise ValueError("--store-only reads the model store, which holds the full-mode models: not with --quick "
+                         "or --smoke")
+    if store is None:
+        raise ValueError("--store-only reads the model store: not with --retrain, and not without a store "
+                         "(a clone's zoo/, or $ICGD_STORE)")
+
+
 def not_stored(name: str, cache: str | Path, mode: Mode = "full", seeds: list[int] | None = None,
                device: str = "cpu", options: dict[str, Any] | None = None, store: Any = None) -> list[str]:
     """The labels of the models experiment `name` declares that neither `store` nor the model cache `cache`
     holds finished: what it would train. Empty for an experiment that declares none (it loads a pretrained
     model)."""
-    from icgd.train.store import usable
+    from icgd.train.store import would_train
 
     exp = get_experiment(name)
     if exp.models is None:
@@ -95,7 +107,7 @@ def not_stored(name: str, cache: str | Path, mode: Mode = "full", seeds: list[in
     ctx = ExperimentContext(Path("plan"), Path(cache), mode, exp.seeds(mode, seeds), device, True,
                             dict(options or {}), create=False)
     return [label for label, config in exp.models(ctx).items()
-            if not usable(ctx.run_dir(label, config), store) and (store is None or store.find(label, config) is None)]
+            if would_train(ctx.run_dir(label, config), label, config, store)]
 
 
 def plan_experiment(name: str, mode: Mode = "full", seeds: list[int] | None = None, device: str = "cpu",

@@ -212,6 +212,12 @@ def usable(run: Path, store: ModelStore | None) -> bool:
     return True
 
 
+def would_train(run: Path, label: str, config: Any, store: ModelStore | None) -> bool:
+    """Whether full mode must train the model `label` with `config` cached at `run`: the cache holds no
+    usable run of it (`usable`) and the store does not hold it."""
+    return not usable(run, store) and (store is None or store.find(label, config) is None)
+
+
 def sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -230,4 +236,5 @@ def default_store() -> ModelStore | None:
     return ModelStore(root) if (root / MANIFEST).is_file() else None
 
 
-__all__ = ["COPY_MARK", "ModelStore", "StoreError", "StoredModel", "default_store", "store_key", "usable"]
+__all__ = ["COPY_MARK", "ModelStore", "StoreError", "StoredModel", "default_store", "store_key", "usable",
+           "would_train"]
