@@ -11,7 +11,7 @@ import torch
 from icgd.analysis.readoff import gd_products
 from icgd.claims.base import SUITES, Claim
 from icgd.core.episodes import make_generator
-from icgd.core.metrics import evaluate
+from icgd.core.metrics import alignment, evaluate
 from icgd.experiments.catalog import load_sources
 from icgd.learners.explicit import ZeroPredictor
 from icgd.learners.tuning import tune_gd, tune_gdpp
@@ -481,3 +481,95 @@ def test_a_missing_result_behind_the_lstm_premise_is_not_measured_not_untested()
     del untrained["blog-lstm"][B.BILSTM_BEST_COSINE]
     row = _claim("blog", "bilstm-cosine-below-1").check(untrained)
     assert row["note"].startswith("not measured") and row["verdict"] == "FAIL"
+
+
+def _untrained_products(seed: int, d: int = 11, scale: float = 0.0025) -> tuple[torch.Tensor, torch.Tensor]:
+    """(W_KQ, W_PV) of an untrained one-head layer: every entry N(0, scale^2), scale the suite's init scale."""
+    g = torch.Generator().manual_seed(seed)
+    return (scale * torch.randn(d, d, dtype=torch.float64, generator=g),
+            scale * torch.randn(d, d, dtype=torch.float64, generator=g))
+
+
+def test_repeated_layer_bars_fail_untrained_layers_that_the_bar_before_passed():
+    """repeat-0.75, repeat-0.75-all-tokens, repeat-0.7 (source 000) and dampening-lowers-loss (source 001):
+    the loss after 50 dampened applications over after 1. The GD construction at the tuned eta passes;
+    untrained layers end at about 1, some just below it, which the bar before (< 1) passed."""
+    from icgd.analysis.readoff import gd_products, tf_repeat_losses
+    from icgd.sources.blog import keys as B
+
+    tune, ev = _tasks(1000, 0), _tasks(500, 1)
+    eta = tune_gd(tune, 1).etas[0]
+
+    def ratio(kq, pv, lam, update):
+        loss = tf_repeat_losses(kq, pv, lam, ev, 50, update=update).mean(1)
+        return float(loss[-1] / loss[0])
+
+    def results(value):
+        return {"oswald-repeat": {X.REPEAT_Y_RATIO_MEDIAN.format(key="lambda_0_75"): value,
+                                  X.REPEAT_RATIO_WORST.format(key="lambda_0_75"): value,
+                                  X.REPEAT_RATIO_WORST.format(key="lambda_0_7"): value},
+                "blog-dampening": {B.DAMPING_MEDIAN.format(key="lambda_0_7",
+                                                          measure="tf_final_over_first_all_tasks"): value}}
+
+    claims = [_claim("oswald", c) for c in ("repeat-0.75", "repeat-0.75-all-tokens", "repeat-0.7")] \
+        + [_claim("blog", "dampening-lowers-loss")]
+    gd = ratio(*gd_products(10, 1, eta, 10), 0.75, "y")
+    untrained = [ratio(*_untrained_products(s), lam, upd) for s in range(20) for lam, upd in ((0.75, "y"), (0.7, "all"))]
+    assert gd < 0.3 and all(c.holds(c.measure(results(gd))) for c in claims), gd
+    assert not any(c.holds(c.measure(results(u))) for c in claims for u in untrained), min(untrained)
+    assert min(untrained) < 1.0  # the bar before (< 1) passed at least one untrained layer
+
+
+def test_loss_falls_with_depth_fails_an_added_layer_that_hardly_moves():
+    """blog's loss-falls-with-depth (largest ratio of consecutive depths' losses): depths 1-4 doing GD++ with as
+    many steps pass; the same with a 4th layer that moves the prediction a twentieth of GD++'s 4th step fails,
+    where the bar before (< 1) passed it."""
+    from icgd.sources.blog import keys as B
+
+    claim = _claim("blog", "loss-falls-with-depth")
+    tune, ev = _tasks(1000, 0), _tasks(1000, 1)
+    gdpp = [tune_gdpp(tune, k) for k in (1, 2, 3, 4)]
+    idle = Mixture(0.95, gdpp[2], gdpp[3])
+
+    def largest_ratio(learners):
+        loss = [evaluate(lr, ev).mean for lr in learners]
+        return max(b / a for a, b in zip(loss, loss[1:]))
+
+    right, wrong = largest_ratio(gdpp), largest_ratio(gdpp[:3] + [idle])
+    assert claim.holds(claim.measure({"blog-scaling": {B.RATIO_DEPTH: right}})), right
+    assert not claim.holds(claim.measure({"blog-scaling": {B.RATIO_DEPTH: wrong}})), wrong
+    assert wrong < 1.0  # the bar before passed it
+
+
+def test_bilstm_cosine_gain_bars_fail_depths_whose_cosine_hardly_changes():
+    """bilstm-depth and bilstm-increasingly-gd read the gain of the BiLSTMs' sensitivity cosine with GD over
+    depth. Stand-ins whose predictions are GD's mixed with least squares': moving towards GD over depths 1, 2, 4
+    as the post's BiLSTMs do (cosines about 0.79, 0.94, 0.97; the post's 0.77, 0.95, 0.97 at 1, 2, 5 layers)
+    passes; moving a two-hundredth of the way fails, which the bars before (> 0) passed."""
+    from icgd.learners.explicit import LeastSquares
+    from icgd.sources.blog import keys as B
+
+    ev, tune = _tasks(300, 1), _tasks(1000, 0)
+    gd = tune_gd(tune, 1)
+    zero = evaluate(ZeroPredictor(), ev).mean
+
+    def study(a_of_depth):
+        depths, r = [1, 2, 4], {}
+        cos = {k: [alignment(Mixture(a_of_depth[k], gd, LeastSquares()), gd, _tasks(300, 10 + s))
+                   ["sensitivity_cosine"].mean for s in range(3)] for k in depths}
+        for k in depths:
+            for kind in ("", "bi"):
+                r[B.LSTM_SEEDS.format(model=f"{kind}lstm-{k}", measure="loss")] = [0.73 * zero] * 3
+                r[B.LSTM_SEEDS.format(model=f"{kind}lstm-{k}", measure="sensitivity_cosine")] = cos[k]
+        med = {k: sorted(v)[1] for k, v in cos.items()}
+        r |= {B.LSTM_DEPTHS: depths, "zero_loss": zero, B.BILSTM_COSINE_GAIN: med[4] - med[1],
+              B.BILSTM_COSINE_GAIN_FROM_2: med[4] - med[2]}
+        return {"blog-lstm": r}
+
+    grows = study({1: 0.2, 2: 0.7, 4: 0.8})
+    flat = study({1: 0.5, 2: 0.503, 4: 0.505})
+    for cid, key in (("bilstm-depth", B.BILSTM_COSINE_GAIN), ("bilstm-increasingly-gd", B.BILSTM_COSINE_GAIN_FROM_2)):
+        claim = _claim("blog", cid)
+        assert claim.check(grows)["verdict"] == "PASS", (cid, grows["blog-lstm"][key])
+        assert claim.check(flat)["verdict"] == "FAIL", (cid, flat["blog-lstm"][key])
+        assert flat["blog-lstm"][key] > 0  # the bar before (> 0) passed it

@@ -23,6 +23,21 @@ def _seeds(r: dict, model: str, measure: str) -> list[float]:
 #: so a tenth below the plateau separates a model that learnt something from one that did not
 LEARNT = 0.9
 
+#: margins argued before the full runs (2026-11-28) from the post's numbers, not ours (issue 61: a bar that a
+#: wrong learner passes is no claim; tests/suites/test_bars.py shows each failing one):
+#: - DAMPENED_LOWERS: 50 dampened applications end at most at half the first's loss. The post's layer ends at
+#:   0.2065 of it; a layer that does nothing stays at 1, and of 20 untrained layers 5 passed the bar before
+#:   (< 1) by chance. 0.5 is about the geometric mean of 0.2065 and 1.
+#: - DEPTH_LOWERS: every added layer lowers the loss by a tenth at least. The post's largest consecutive ratio is
+#:   0.149 (D = 5); in our D = 10 set-up the learners source 000 finds in deep models predict at most 0.66 (GD++
+#:   with as many steps) and 0.89 (plain GD), computed with tuned learners; an added layer that does nothing
+#:   gives 1 up to the seeds' noise, which passed the bar before (< 1).
+#: - BILSTM_GAIN, BILSTM_GAIN_FROM_2: half the post's cosine gains (0.2029 from 1 to 5 layers, 0.0226 from 2):
+#:   depths whose cosine does not change pass "> 0" on noise alone.
+DAMPENED_LOWERS = 0.5
+DEPTH_LOWERS = 0.9
+BILSTM_GAIN, BILSTM_GAIN_FROM_2 = 0.1, 0.01
+
 
 def _best_over_zero(r: dict, models) -> float:
     """The best model's median-seed loss among `models(r)` over the zero predictor's loss."""
@@ -91,8 +106,9 @@ def claims() -> list[Claim]:
               claim="with dampening 0.7, 50 applications of the trained layer end below one "
                     "application (loss ratio, mean over all tasks)",
               measure=lambda r: r[DAMP][X.DAMPING_MEDIAN.format(key="lambda_0_7", measure="tf_final_over_first_all_tasks")],
-              op="<", threshold=1.0,
-              why="every task counted (a diverged task makes the mean infinite); median seed"),
+              op="<", threshold=DAMPENED_LOWERS,
+              why="every task counted (a diverged task makes the mean infinite); median seed; at most half the first "
+                  "application's loss (DAMPENED_LOWERS: the bar before, < 1, passed untrained layers by chance)"),
         Claim(id="dampening-monotone", source="'How about multiple layers?'", experiment=DAMP,
               claim="with dampening 0.7 the loss falls at every one of the 50 applications "
                     "(largest ratio of consecutive applications, mean over tasks)",
@@ -126,8 +142,9 @@ def claims() -> list[Claim]:
         Claim(id="bilstm-depth", source="'Is this behavior unique to transformers?'", experiment=LSTM,
               claim="bidirectional LSTMs align better with GD with depth (cosine at the deepest "
                     "minus at 1 layer)",
-              measure=_if_learnt(lambda r: r[LSTM][X.BILSTM_COSINE_GAIN], (_bi, "bidirectional LSTM")), op=">", threshold=0.0,
-              why="any gain; median seeds",
+              measure=_if_learnt(lambda r: r[LSTM][X.BILSTM_COSINE_GAIN], (_bi, "bidirectional LSTM")), op=">", threshold=BILSTM_GAIN,
+              why="half the post's gain of 0.2029 (BILSTM_GAIN; the bar before, any gain, passed depths whose cosine "
+                  "does not change, on noise); median seeds",
               per_seed=_per_seed(lambda r, i: _at(r, _bi(r)[-1], "sensitivity_cosine", i) - _at(r, _bi(r)[0], "sensitivity_cosine", i))),
         Claim(id="bilstm-better", source="'Is this behavior unique to transformers?'", experiment=LSTM,
               claim="bidirectional LSTMs learn better than unidirectional ones at 2+ layers "
@@ -151,8 +168,9 @@ def claims() -> list[Claim]:
         Claim(id="bilstm-increasingly-gd", source="'Is this behavior unique to transformers?'", experiment=LSTM,
               claim="from 2 layers up BiLSTMs behave increasingly like a GD step (cosine at the "
                     "deepest minus at 2 layers)",
-              measure=_if_learnt(lambda r: r[LSTM][X.BILSTM_COSINE_GAIN_FROM_2], (_bi, "bidirectional LSTM")), op=">", threshold=0.0,
-              why="any gain; median seeds",
+              measure=_if_learnt(lambda r: r[LSTM][X.BILSTM_COSINE_GAIN_FROM_2], (_bi, "bidirectional LSTM")), op=">", threshold=BILSTM_GAIN_FROM_2,
+              why="half the post's gain of 0.0226 (BILSTM_GAIN_FROM_2; the bar before, any gain, passed depths whose "
+                  "cosine does not change, on noise); median seeds",
               per_seed=_per_seed(lambda r, i: _at(r, _bi(r)[-1], "sensitivity_cosine", i) - _at(r, "bilstm-2", "sensitivity_cosine", i))),
         Claim(id="bilstm-cosine-below-1", source="'Is this behavior unique to transformers?'", experiment=LSTM,
               claim="the BiLSTMs' cosine with GD does not reach 1 (largest over depths)",
@@ -178,6 +196,8 @@ def claims() -> list[Claim]:
         Claim(id="loss-falls-with-depth", source="'Pre-training setup'", experiment=SCALE,
               claim="test loss falls as the number of layers grows (largest ratio of "
                     "consecutive depths 1-4)",
-              measure=lambda r: r[SCALE][X.RATIO_DEPTH], op="<", threshold=1.0,
-              why="every added layer; median seeds"),
+              measure=lambda r: r[SCALE][X.RATIO_DEPTH], op="<", threshold=DEPTH_LOWERS,
+              why="every added layer lowers the loss by a tenth at least (DEPTH_LOWERS: the post 0.149 at D = 5; GD++ "
+                  "with as many steps predicts at most 0.66 in our D = 10 set-up; the bar before, < 1, passed an added "
+                  "layer that does nothing, on noise); median seeds"),
     ]

@@ -14,6 +14,17 @@ REPEAT = "oswald-repeat"
 SOFTMAX = "oswald-softmax"
 FIXED = "oswald-fixed-data"
 
+#: "keep lowering the loss" over 50 applications: the loss after the last at most half the loss after the first.
+#: Argued before the full runs (2026-11-28), from the authors' numbers, not ours: their trained layer ends at
+#: 0.22 of its first loss (Fig. 1, references.py) and source 001's at 0.21; a layer that does nothing stays at
+#: 1. The old bar (< 1) let untrained layers pass by chance: of 20 draws at the init scale 0.0025, 5 end below
+#: 1 (0.999 at best; tests/suites/test_bars.py). 0.5 is about the geometric mean of 0.22 and 1. The ratio does
+#: not test the step size (GD with a tenth of the tuned eta ends at 0.31): repeat-0.75-follows-gd does
+REPEAT_LOWERS = 0.5
+REPEAT_LOWERS_WHY = ("Bar: at most half the first application's loss, about the geometric mean of the authors' "
+                     "0.22 and the 1 of a layer that does nothing (the bar before, < 1, passed untrained layers "
+                     "by chance)")
+
 
 def _loss_match_per_seed(r: dict, tag: str, ref_key: str) -> list[float]:
     """|TF / GD++ - 1| seed by seed (none in results written before the seeds' losses were kept)."""
@@ -101,9 +112,10 @@ def claims() -> list[Claim]:
         Claim(id="repeat-0.75", source="Fig. 1, A.6", experiment="oswald-repeat",
               claim="with dampening 0.75, 50 applications keep lowering the loss (the official code's "
                     "roll-out: only the y channels move; every task counted)",
-              measure=lambda r: r[REPEAT][X.REPEAT_Y_RATIO_MEDIAN.format(key="lambda_0_75")], op="<", threshold=1.0,
+              measure=lambda r: r[REPEAT][X.REPEAT_Y_RATIO_MEDIAN.format(key="lambda_0_75")], op="<",
+              threshold=REPEAT_LOWERS,
               why="the official code repeats the layer with y_update=True and plots one seed's mean over all tasks "
-                  "(docs/reproduction-notes.md); median seed"),
+                  "(docs/reproduction-notes.md); median seed. " + REPEAT_LOWERS_WHY),
         Claim(id="repeat-0.75-follows-gd", source="Fig. 1, A.6", experiment="oswald-repeat",
               claim="with dampening 0.75 the roll-out follows GD with eta * 0.75 (largest "
                     "|TF/GD - 1| of the mean loss over the 50 applications; only y moves)",
@@ -112,14 +124,16 @@ def claims() -> list[Claim]:
                   "claims; mean over the tasks that stay finite, median seed per step"),
         Claim(id="repeat-0.75-all-tokens", source="Fig. 1, A.6", experiment="oswald-repeat",
               claim="the same when every channel of the tokens moves, worst seed",
-              measure=lambda r: r[REPEAT][X.REPEAT_RATIO_WORST.format(key="lambda_0_75")], op="<", threshold=1.0,
-              why="the full-token roll-out of source 001, every task counted, worst seed",
+              measure=lambda r: r[REPEAT][X.REPEAT_RATIO_WORST.format(key="lambda_0_75")], op="<",
+              threshold=REPEAT_LOWERS,
+              why="the full-token roll-out of source 001, every task counted, worst seed; the bar as repeat-0.75's",
               role="stricter"),
         Claim(id="repeat-0.7", source="source 001", experiment="oswald-repeat",
               claim="with dampening 0.7 (the blog's value), every channel moving, the same holds",
-              measure=lambda r: r[REPEAT][X.REPEAT_RATIO_WORST.format(key="lambda_0_7")], op="<", threshold=1.0,
+              measure=lambda r: r[REPEAT][X.REPEAT_RATIO_WORST.format(key="lambda_0_7")], op="<",
+              threshold=REPEAT_LOWERS,
               why="every task counted, worst seed (the blog shows one model: its measure is the blog suite's "
-                  "dampening-lowers-loss, median seed)",
+                  "dampening-lowers-loss, median seed); the bar as repeat-0.75's",
               role="stricter"),
         Claim(id="repeat-undamped", source="Fig. 10", experiment="oswald-repeat",
               claim="without dampening repeated application diverges",
