@@ -51,6 +51,9 @@ REFERENCES: dict[str, Reference] = {
                                           "losses at C = 10, 20, 40 (0.1612 / 0.2726)"),
     "loss-falls-with-depth": Reference(0.1487, f"{POST}, linear-transformers-linregr.html, C = 10: the largest "
                                                "ratio of consecutive depths 1-4 (0.04020 / 0.2703)"),
+    "tf-matches-only-eta-star": Reference(None, f"none: {POST}, tr-vs-gd-lr.html draws the trained layer's distance "
+                                                "to GD (gradients, predictions, cosine) over a learning-rate slider, "
+                                                "not GD's loss at eta* / 2 and 2 eta*; no other figure gives it"),
     "tf-eta-optimal": Reference(None, f"{POST}, tr-vs-gd-lr.html sweeps GD's learning rate but does not mark "
                                       "the optimal one"),
 }
