@@ -573,3 +573,37 @@ def test_bilstm_cosine_gain_bars_fail_depths_whose_cosine_hardly_changes():
         assert claim.check(grows)["verdict"] == "PASS", (cid, grows["blog-lstm"][key])
         assert claim.check(flat)["verdict"] == "FAIL", (cid, flat["blog-lstm"][key])
         assert flat["blog-lstm"][key] > 0  # the bar before (> 0) passed it
+
+
+def test_fewshot_confidence_and_split_bars_fail_untrained_models():
+    """fewshot-confident and fewshot-splits-agree (source 002, sec. 4), on the digits features the smoke mode
+    uses: the untrained model (the authors' initial rates) predicts the prior and fails 'near 0.9'. Five scores
+    of one split's held-out episodes of which one comes from the model left untrained fail 'variation less than
+    0.001' (our bar 0.01), while one model scored on five draws of held-out episodes (the sampling noise the bar
+    allows for) passes."""
+    from icgd.experiments.registry import ExperimentContext
+    from icgd.learners.kernel_gd import KernelGD
+    from icgd.sources.categorical import keys as K
+    from icgd.sources.categorical.fewshot import _configs, accuracy, scored_episodes, top_probability
+    from icgd.sources.categorical.shared import untrained_learners
+
+    ctx = ExperimentContext(None, None, "smoke", [0, 1, 2, 3, 4], create=False)
+    configs = {split: _configs(ctx)["softmax", split, False] for split in range(5)}
+    held = {split: scored_episodes(cfg.task.evaluation_task(), 2048, 1) for split, cfg in configs.items()}
+    untrained = {split: untrained_learners(cfg)[0] for split, cfg in configs.items()}
+    equal = {split: KernelGD("softmax", 1.0, 1, cfg.task.dy, prior=cfg.task.prior, n_scale=cfg.task.n_context)
+             for split, cfg in configs.items()}
+
+    confident = _claim("categorical", "fewshot-confident")
+    for split in range(5):
+        p = top_probability(untrained[split], held[split])
+        assert abs(p - 1 / 3) < 0.01 and not confident.holds(confident.measure(
+            {"categorical-fewshot": {K.FEWSHOT_TOP_PROBABILITY.format(kernel="softmax"): p}})), p
+
+    agree = _claim("categorical", "fewshot-splits-agree")
+    key = K.FEWSHOT_SPREAD.format(kernel="softmax")
+    one_left = [accuracy(untrained[0], held[0])] + [accuracy(equal[0], held[0])] * 4
+    draws = [accuracy(equal[0], scored_episodes(configs[0].task.evaluation_task(), 2048, 10 + i)) for i in range(5)]
+    wrong, noise = max(one_left) - min(one_left), max(draws) - min(draws)
+    assert not agree.holds(agree.measure({"categorical-fewshot": {key: wrong}})), wrong
+    assert agree.holds(agree.measure({"categorical-fewshot": {key: noise}})), noise

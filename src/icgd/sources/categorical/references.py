@@ -35,6 +35,13 @@ REFERENCES: dict[str, Reference] = {
     "fewshot-accurate": Reference(0.91, SEC4 + " (after 5000 training steps; read as the accuracy Fig. 5 plots)"),
     "fewshot-linear-like-softmax": Reference(
         0.0, SEC4 + ": both print as 0.91, so the difference is below 0.01", 0.01),
+    "fewshot-confident": Reference(
+        0.0, "derived from source 002, sec. 4, ImageNet paragraph: 'after sufficient training steps, the "
+             "most-probable label typically had a probability near 0.9': |0.9 - 0.9|, 'near' read as 0.05 either way",
+        0.05),
+    "fewshot-splits-agree": Reference(
+        0.001, SEC4 + ", 'and with variation less than 0.001 on different splits of train and test': an upper bound, "
+               "read as its value", 0.001),
     "agree-softmax": Reference(None, _MAPS),
     "agree-rbf": Reference(None, _MAPS),
     "agree-linear": Reference(None, _MAPS),
