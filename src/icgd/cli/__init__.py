@@ -10,6 +10,12 @@ from typing import Any, Sequence, get_args
 
 import pydantic
 
+from icgd.cli.args import count as _count
+from icgd.cli.args import device as _device_arg
+from icgd.cli.args import device_type as _device_type
+from icgd.cli.args import lm_model, out_dir, out_file, run_dir
+from icgd.cli.args import positive as _positive
+from icgd.cli.args import steps as _steps
 from icgd.core.version import __version__
 
 
@@ -41,51 +47,6 @@ def _task_from(args: argparse.Namespace, model: type[pydantic.BaseModel]) -> Any
     return model(**values)
 
 
-def _device(name: str) -> str:
-    import torch
-
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError(f"--device {name}: CUDA is not available on this machine")
-    return name
-
-
-def _device_type(name: str) -> str:
-    """A device type (cpu, cuda), for --trained-on: it names models trained there, not a device to use here."""
-    import torch
-
-    try:
-        return torch.device(name).type
-    except RuntimeError:
-        raise argparse.ArgumentTypeError(f"expected a device type such as cuda or cpu, got {name!r}") from None
-
-
-def _steps(text: str) -> list[int]:
-    try:
-        steps = [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not steps or min(steps) < 1:
-        raise argparse.ArgumentTypeError(f"steps must be positive integers, got {text!r}")
-    return steps
-
-
-def _at_least(low: int):
-    """An argparse type: an integer >= low."""
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if v < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, got {v}")
-        return v
-    return parse
-
-
-_count = _at_least(1)  # workers, threads, samples
-_positive = _at_least(2)  # task counts, sizes
-
-
 def cmd_baselines(args: argparse.Namespace) -> int:
     import torch
 
@@ -95,7 +56,7 @@ def cmd_baselines(args: argparse.Namespace) -> int:
     task = _task_from(args, LinearRegression)
     dtype = {"float32": torch.float32, "float64": torch.float64}[args.dtype]
     report = run_baselines(task, steps=args.steps, n_tasks=args.tasks, n_tune=args.tune_tasks, seed=args.seed,
-                           device=_device(args.device), dtype=dtype)
+                           device=args.device, dtype=dtype)
     print(json.dumps(report, indent=2) if args.json else format_table(report))
     return 0
 
@@ -108,7 +69,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    device = _device(args.device)
+    device = args.device
     if args.new_task_stream and not args.resume:
         raise UsageError("--new-task-stream continues a checkpoint: use it with --resume DIR")
     if args.resume:
@@ -128,6 +89,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         config = load_config(source, overrides) if source else _default_config(overrides)
         result = engine.train(config, args.out, device=device, quiet=args.quiet)
     s = result.summary
+    if result.finished_before:
+        print(f"{result.run_dir} finished all its {s['steps']} steps before: nothing resumed, nothing written",
+              file=sys.stderr)
     if args.json:
         print(json.dumps(s, indent=2))
     else:
@@ -187,7 +151,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     try:
         results = run_experiment(exp.name, out, cache, quick=args.quick, seeds=args.seeds,
-                                 device=_device(args.device), quiet=args.quiet, smoke=args.smoke,
+                                 device=args.device, quiet=args.quiet, smoke=args.smoke,
                                  options=_options(args), trained_on=args.trained_on,
                                  store=None if args.retrain else "default", store_only=args.store_only)
     except NotStored as e:
@@ -204,7 +168,7 @@ def _print_plan(args: argparse.Namespace) -> int:
 
     if args.smoke:
         raise UsageError("--plan shows the quick or the full set-up, not --smoke")
-    plan = plan_experiment(args.name, "quick" if args.quick else "full", args.seeds, _device(args.device),
+    plan = plan_experiment(args.name, "quick" if args.quick else "full", args.seeds, args.device,
                            _options(args))
     if args.json:
         print(json.dumps(plan, indent=2))
@@ -245,7 +209,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from icgd.core.profiling import format_breakdown
 
     out = Path(args.out) if args.out else Path("runs") / f"verify-{args.suite}{_mode_suffix(args)}"
-    report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=_device(args.device),
+    report = verify(args.suite, out, quick=args.quick, seeds=args.seeds, device=args.device,
                     quiet=args.quiet or args.json, cache=args.cache, smoke=args.smoke, options=_options(args),
                     workers=args.workers, address=args.address, retrain=args.retrain, store_only=args.store_only)
     write_json(out / "claims.json", report)
@@ -295,7 +259,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     plan = sweep.make_plan(args.config, list(args.items), args.seeds, args.samples, args.sample_seed)
     out = Path(args.out) if args.out else Path("sweeps") / Path(args.config).stem
     try:
-        frame = sweep.run(plan, out, args.workers, args.address, args.threads, _device(args.device), args.quiet)
+        frame = sweep.run(plan, out, args.workers, args.address, args.threads, args.device, args.quiet)
     except RayUnavailable as e:
         raise UsageError(str(e)) from None
     except KeyboardInterrupt:
@@ -317,6 +281,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     runs = args.runs or sorted(str(p.parent) for p in Path("runs").glob("verify-*/claims.json"))
     if not runs:
         raise UsageError("give the directories `icgd verify` wrote (none found as runs/verify-*/claims.json)")
+    for run in map(Path, runs):  # a reproduce folder has its own page: report.md
+        if (run / "results.json").is_file() and not (run / "claims.json").is_file():
+            raise UsageError(f"{run}: a folder of `icgd reproduce` (its page is {run / 'report.md'}); icgd report "
+                             "makes one page of `icgd verify` folders: icgd verify SUITE --out DIR")
     t0 = time.perf_counter()
     out = write_report(runs, args.out)
     print(f"wrote {out} ({len(runs)} run director{'y' if len(runs) == 1 else 'ies'}, "
@@ -348,14 +316,14 @@ def _add_study_options(p: argparse.ArgumentParser, out_help: str, cache_default:
     mode.add_argument("--smoke", action="store_true", help="a handful of steps and tasks, 2 seeds: checks that "
                                                            "everything runs (its numbers mean nothing)")
     p.add_argument("--seeds", type=_seed_list, default=None, help="a count (4) or a list (0,3,7)")
-    p.add_argument("--out", help=out_help)
-    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    p.add_argument("--out", type=out_dir, help=out_help)
+    p.add_argument("--device", default="cpu", type=_device_arg, help="cpu or cuda (default cpu)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--model", help="source 003's language model: gemma3-270m (default), smollm2-135m, qwen2.5-coder-0.5b, a .gguf "
+    p.add_argument("--model", type=lm_model, help="source 003's language model: gemma3-270m (default), smollm2-135m, qwen2.5-coder-0.5b, a .gguf "
                                    "file or a Hugging Face model folder (other experiments ignore it)")
     p.add_argument("--data", help="source 003's data sets, comma-separated: bbc-news, tweets, mr, subj, trec or CSV "
                                   "files with columns text, label (default bbc-news; full mode adds tweets)")
-    p.add_argument("--cache", help=f"where trained models are cached (default {cache_default}); studies that "
+    p.add_argument("--cache", type=out_dir, help=f"where trained models are cached (default {cache_default}); studies that "
                                    "train the same configs can share one")
     p.add_argument("--retrain", action="store_true", help="train every model, ignoring the model store (zoo/, "
                                                           "docs/store.md), which is only read, never written")
@@ -384,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--tasks", type=_positive, default=10_000, help="evaluation tasks (default 10000)")
     b.add_argument("--tune-tasks", type=_positive, default=10_000, help="tuning tasks (default 10000)")
     b.add_argument("--seed", type=int, default=0, help="seed of the task generator (default 0)")
-    b.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    b.add_argument("--device", default="cpu", type=_device_arg, help="cpu or cuda (default cpu)")
     b.add_argument("--dtype", choices=["float32", "float64"], default="float64", help="(default float64)")
     b.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     b.set_defaults(func=cmd_baselines)
@@ -399,14 +367,14 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="example: icgd train lsa-1 seeds=[0,1,2,3] optim.lr=5e-4 --out runs/lsa1")
     t.add_argument("config", nargs="?", help="a YAML config file or a preset name")
     t.add_argument("overrides", nargs="*", help="key=value overrides, dotted keys (optim.lr=5e-4, seeds=[0,1])")
-    t.add_argument("--out", help="run directory (default runs/<name>); must not exist or be empty")
-    t.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its last checkpoint")
+    t.add_argument("--out", type=out_dir, help="run directory (default runs/<name>); must not exist or be empty")
+    t.add_argument("--resume", metavar="DIR", type=run_dir, help="continue the run in DIR from its last checkpoint")
     t.add_argument("--new-task-stream", action="store_true",
                    help="with --resume: continue a checkpoint whose task stream this device cannot continue (a "
                         "run stopped in a GPU's graph step, finished on the CPU): tasks from a stream seeded anew "
                         "from the step on; summary.json's segments record it (not a bit-for-bit rerun)")
-    t.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
-    t.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    t.add_argument("--device", default="cpu", type=_device_arg, help="cpu or cuda (default cpu)")
+    t.add_argument("--threads", type=_count, default=None, help="torch CPU threads (default: torch's choice)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.add_argument("--json", action="store_true", help="print summary.json at the end")
     t.set_defaults(func=cmd_train)
@@ -470,8 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--samples", type=_count, default=None, help="random search: this many trials drawn from "
                                                                   "the values and distributions")
     w.add_argument("--sample-seed", type=int, default=0, help="seed of the random search (default 0)")
-    w.add_argument("--out", help="sweep directory (default sweeps/<config name>)")
-    w.add_argument("--device", default="cpu", help="cpu or cuda (default cpu; on Ray, one GPU per trial)")
+    w.add_argument("--out", type=out_dir, help="sweep directory (default sweeps/<config name>)")
+    w.add_argument("--device", default="cpu", type=_device_arg, help="cpu or cuda (default cpu; on Ray, one GPU per trial)")
     w.add_argument("--quiet", action="store_true", help="no progress lines")
     w.add_argument("--summary", metavar="DIR", help="print the best trials of the sweep in DIR and write its figure")
     w.add_argument("--metric", default="eval_loss", help="metrics column to rank and plot (default eval_loss)")
@@ -488,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "environment and times of each run.")
     rp.add_argument("runs", nargs="*", metavar="RUN", help="directories written by icgd verify (default: every "
                                                           "runs/verify-*/ holding a claims.json)")
-    rp.add_argument("--out", default="report.html", help="the HTML file to write (default report.html)")
+    rp.add_argument("--out", default="report.html", type=out_file, help="the HTML file to write (default report.html)")
     rp.set_defaults(func=cmd_report)
 
     sb = sub.add_parser("scoreboard", help="the verdict pages of the docs, generated from verify runs",
@@ -498,7 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "came from; an index of all suites. Without RUN it regenerates the pages from "
                                     "the reports the folder holds.")
     sb.add_argument("runs", nargs="*", help="directories written by `icgd verify`")
-    sb.add_argument("--dir", help="the scoreboard folder (default: docs/scoreboard of the checkout)")
+    sb.add_argument("--dir", type=out_dir, help="the scoreboard folder (default: docs/scoreboard of the checkout)")
     sb.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 where a page differs from what the reports make")
     sb.set_defaults(func=cmd_scoreboard)
@@ -515,10 +483,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the commands whose trailing `key=value` words are overrides, wherever they stand on the line (the
+#: namespace field that takes them): `icgd train lsa-1 --out D steps=10`
+OVERRIDES = {"train": "overrides", "sweep": "items"}
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """The arguments, with `key=value` overrides taken after options too (argparse stops a positional list at
+    the first option); anything else it does not know is refused in one line."""
+    args, extra = parser.parse_known_args(argv)
+    field = OVERRIDES.get(getattr(args, "command", None) or "")
+    if extra and field and all("=" in a and not a.startswith("-") for a in extra):
+        getattr(args, field).extend(extra)
+    elif extra:
+        where = f"icgd {args.command}" if getattr(args, "command", None) else "icgd"
+        raise UsageError(f"{where}: unrecognized arguments: {' '.join(extra)} (see --help)")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = None
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv)
         if not getattr(args, "func", None):
             parser.print_help()
             return 2
@@ -541,13 +529,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         from icgd.train.engine import TrainingDiverged, TrainingInterrupted
 
         if isinstance(e, TrainingInterrupted):
+            if getattr(args, "command", None) in ("reproduce", "verify") and e.run is not None:
+                # the study resumes from its cache when run again: that, not `icgd train --resume`, is the step
+                import shlex
+
+                e = e.resumed_by(f"the same command again: icgd {' '.join(shlex.quote(a) for a in argv)}")
             print(f"{e}", file=sys.stderr)
             return 130
         if isinstance(e, TrainingDiverged):
             print(f"error: {e}", file=sys.stderr)
             return 1
-        if isinstance(e, (ValueError, FileNotFoundError, CheckpointError)):
+        if isinstance(e, (ValueError, CheckpointError)):
             print(f"error: {e}", file=sys.stderr)
+            return 2
+        if isinstance(e, OSError):  # a path that cannot be read or written: one line naming it
+            where = f"{e.filename}: " if e.filename else ""
+            print(f"error: {where}{e.strerror or e}", file=sys.stderr)
             return 2
         raise
     except KeyboardInterrupt:

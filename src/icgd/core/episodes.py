@@ -52,6 +52,15 @@ class Episodes:
         if len(dtypes) != 1:
             raise ShapeError(f"Episodes tensors must share one dtype, got {sorted(map(str, dtypes))}")
 
+    def __repr__(self) -> str:  # shapes, not the tensors: a notebook would print pages for 10,000 tasks
+        parts = [f"B={self.batch_size}", f"N={self.n_context}", f"Q={self.n_queries}", f"Dx={self.dx}",
+                 f"Dy={self.dy}", str(self.context_x.dtype).replace("torch.", ""), str(self.device)]
+        if self.query_y is None:
+            parts.append("no query_y")
+        if self.teacher is not None:
+            parts.append(f"teacher {tuple(self.teacher.shape)}")
+        return f"Episodes({', '.join(parts)})"
+
     # sizes -----------------------------------------------------------------------------------
     @property
     def batch_size(self) -> int:
@@ -194,6 +203,15 @@ def make_generator(seed: int, device: torch.device | str = "cpu") -> torch.Gener
     g = torch.Generator(device=device)
     g.manual_seed(int(seed))
     return g
+
+
+def require_episodes(ep: object, who: str) -> "Episodes":
+    """`ep` if it is Episodes; else TypeError naming what was given (a learner's predict(tensor) would fail deep
+    inside with an AttributeError)."""
+    if not isinstance(ep, Episodes):
+        raise TypeError(f"{who} takes Episodes (icgd.core.episodes.Episodes: context_x, context_y, query_x), "
+                        f"got {_describe(ep)}")
+    return ep
 
 
 def _describe(t: object) -> str:

@@ -61,6 +61,9 @@ class Stat:
     def as_dict(self) -> dict:
         return asdict(self) | {"ci95": list(self.ci95)}
 
+    def __repr__(self) -> str:  # 4 significant digits: a notebook shows the number, not its float noise
+        return f"Stat(mean={self.mean:.4g}, ci95=[{self.ci95[0]:.4g}, {self.ci95[1]:.4g}], n={self.n})"
+
 
 def query_loss(pred: Tensor, target: Tensor) -> Tensor:
     """Per-task loss (B,) = mean over queries of 0.5 * ||pred - target||^2, for (B, Q, Dy) tensors."""

@@ -6,16 +6,23 @@ GD minimises L(W) = 1/(2N) sum_i ||W x_i - y_i||^2 from W0 (default 0).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 import torch
 from torch import Tensor
 
-from icgd.core.episodes import Episodes, ShapeError
+from icgd.core.episodes import Episodes, ShapeError, require_episodes
 
 
 def _as_list(v: float | Sequence[float] | Tensor, steps: int | None, what: str) -> list[float] | Tensor:
+    """`v` as one value per step: a float repeated `steps` times, a sequence of `steps` floats, or a tensor
+    (kept, so that autograd can tune it). Refused: fewer than one step, a count that is not `steps`, a value that
+    is not finite (a NaN rate would give NaN predictions without a word)."""
+    if steps is not None and steps < 1:
+        raise ValueError(f"{what}: steps must be at least 1, got {steps}")
+    _finite(v, what)
     if isinstance(v, Tensor):
         v = v.reshape(-1)
         if steps is not None and v.numel() == 1:
@@ -27,6 +34,15 @@ def _as_list(v: float | Sequence[float] | Tensor, steps: int | None, what: str) 
     if steps is not None and len(vals) != steps:
         raise ValueError(f"{what}: {len(vals)} values for {steps} steps")
     return vals
+
+
+def _finite(v: float | Sequence[float] | Tensor, what: str) -> None:
+    vals = v.detach().reshape(-1).tolist() if isinstance(v, Tensor) else [v] if isinstance(v, (int, float)) else list(v)
+    if not vals:
+        raise ValueError(f"{what}: no values (at least one step)")
+    bad = [x for x in vals if not math.isfinite(float(x))]
+    if bad:
+        raise ValueError(f"{what}: every value must be finite, got {bad[0]}")
 
 
 def _w0(w0: Tensor | None, ep: Episodes) -> Tensor:
@@ -50,6 +66,7 @@ class ZeroPredictor:
     name: str = "zero"
 
     def predict(self, ep: Episodes) -> Tensor:
+        require_episodes(ep, f"{self.name}.predict")
         return ep.query_x.new_zeros(ep.batch_size, ep.n_queries, ep.dy)
 
     def describe(self) -> dict[str, Any]:
@@ -75,6 +92,7 @@ class GD:
 
     def trajectory(self, ep: Episodes) -> Iterator[Tensor]:
         """The linear models (B, Dy, Dx) after each step, in order."""
+        require_episodes(ep, f"{self.name}.trajectory")
         x, y = ep.context_x, ep.context_y
         w = _w0(self.w0, ep)
         n = ep.n_context
@@ -85,12 +103,14 @@ class GD:
 
     def weights(self, ep: Episodes) -> Tensor:
         """The learnt linear models (B, Dy, Dx) after the last step."""
+        require_episodes(ep, f"{self.name}.weights")
         w = _w0(self.w0, ep)
         for w in self.trajectory(ep):
             pass
         return w
 
     def predict(self, ep: Episodes) -> Tensor:
+        require_episodes(ep, f"{self.name}.predict")
         return ep.query_x @ self.weights(ep).transpose(1, 2)
 
     def describe(self) -> dict[str, Any]:
@@ -126,6 +146,7 @@ class GDPlusPlus:
             raise ValueError("clip must be > 0, and applies from W0 = 0 (the tokens' own start)")
 
     def predict(self, ep: Episodes) -> Tensor:
+        require_episodes(ep, f"{self.name}.predict")
         x, xq, t = ep.context_x, ep.query_x, ep.context_y
         w0 = _w0(self.w0, ep)
         tq = -(xq @ w0.transpose(1, 2))
@@ -158,6 +179,7 @@ class Ridge:
         self.name = self.name or ("least_squares" if self.alpha == 0 else "ridge")
 
     def weights(self, ep: Episodes) -> Tensor:
+        require_episodes(ep, f"{self.name}.weights")
         x, y = ep.context_x, ep.context_y
         if self.alpha == 0:
             return (torch.linalg.pinv(x) @ y).transpose(1, 2)
@@ -169,6 +191,7 @@ class Ridge:
         return torch.cholesky_solve(x.transpose(1, 2) @ y / ep.n_context, chol).transpose(1, 2)
 
     def predict(self, ep: Episodes) -> Tensor:
+        require_episodes(ep, f"{self.name}.predict")
         return ep.query_x @ self.weights(ep).transpose(1, 2)
 
     def describe(self) -> dict[str, Any]:

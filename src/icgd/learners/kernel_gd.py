@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from icgd.core.episodes import Episodes, ShapeError
+from icgd.core.episodes import Episodes, ShapeError, require_episodes
 from icgd.learners.constructions import constant_head_rates, rates_per_layer
 from icgd.nn.kernels import get_kernel
 
@@ -91,6 +91,7 @@ class KernelGD(nn.Module):
 
     def predict(self, ep: Episodes) -> Tensor:
         """Predictions (B, Q, Dy) after the L layers."""
+        require_episodes(ep, f"{self.name}.predict")
         return self.trajectory(ep)[-1]
 
     def forward(self, ep: Episodes) -> Tensor:

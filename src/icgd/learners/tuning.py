@@ -95,11 +95,17 @@ def _gd(etas: Any, steps: int, clip: float | None, name: str = "gd") -> GD | GDP
 
 
 @timed("tune reference")
+def _check_steps(steps: int) -> None:
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be an integer of at least 1, got {steps!r}")
+
+
 def tune_gd(ep: Episodes, steps: int, per_step: bool = False, max_iter: int = 200,
             clip: float | None = None) -> GD | GDPlusPlus:
     """K-step GD with eta tuned on `ep`: one constant eta (line search) or one per step (L-BFGS). `clip`:
     the tokens clipped to [-clip, clip] after each step, as in a transformer with token clipping (then a
     `GDPlusPlus` with gamma 0, named "gd")."""
+    _check_steps(steps)
     eta = line_search(gd_loss_fn(ep, steps, clip))
     if not per_step:
         return _gd(eta, steps, clip)
@@ -124,6 +130,7 @@ def tune_gdpp(ep: Episodes, steps: int, max_iter: int = 300, shared: bool = Fals
     `init`'s etas and gammas): one (eta, gamma) per step, or with `shared` one pair for every step (as the
     official code of source 000 tunes GD++ for its recurrent models: `gd_deq`, constructed_token_setup
     notebook). `clip`: the tokens clipped after each step (`GDPlusPlus.clip`)."""
+    _check_steps(steps)
     ep64 = ep.to(dtype=torch.float64)
     n_par = 1 if shared else steps
     if init is not None:

@@ -32,7 +32,7 @@ class AttentionOptions(BaseModel):
     kernel's own), learnt unless learn_kernel_params is false (then fixed at these values).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     n_heads: int = Field(1, ge=1)
     d_key: int | None = Field(None, ge=1, description="key/query width per head (default d_model)")

@@ -61,7 +61,7 @@ class StackOptions(BaseModel):
     (the official code's choice for source 000). `layers` overrides attention options per layer (e.g.
     [{kernel: softmax}, {kernel: linear}]; `kernels: [softmax, linear]` is the short form)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     n_layers: int = Field(1, ge=1)
     recurrent: bool = False

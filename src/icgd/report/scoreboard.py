@@ -196,7 +196,7 @@ def _command(command: Any) -> str:
     if not command:
         return "not recorded"
     words = str(command).split()
-    if words and (words[0].endswith("/icgd") or words[0].endswith("/icgd/cli.py")):  # a script, or python -m icgd.cli
+    if words and (words[0].endswith("/icgd") or words[0].endswith(("/icgd/cli.py", "/icgd/cli/__main__.py"))):  # a script, python -m icgd.cli
         words[0] = "icgd"
     return " ".join(words)
 

@@ -124,6 +124,8 @@ def parse_item(item: str) -> tuple[str, Axis | Any]:
             raise SweepError(f"{item!r}: no values")
         return key, Axis(key, tuple(values))
     parts = _split_top(raw)
+    if not raw.strip() or any(not p.strip() for p in parts):
+        raise SweepError(f"{item!r}: an empty value (give key=v1,v2,... with a value between every comma)")
     try:
         parsed = [parse_overrides([f"{key}={p}"]) for p in parts]
     except ConfigError as e:

@@ -17,6 +17,9 @@ def draw_device(batch: int, generator: torch.Generator | None) -> torch.device:
     generator gives the same episodes on every device. ValueError unless batch >= 1."""
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator (icgd.core.episodes.make_generator(seed)), got "
+                        f"{type(generator).__name__} {generator!r}")
     return generator.device if generator is not None else torch.device("cpu")
 
 

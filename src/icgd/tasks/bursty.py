@@ -39,7 +39,7 @@ from icgd.tasks.base import IGNORE, MaskedNextToken, draw_device, moved
 class BurstyFewShot(MaskedNextToken, BaseModel):
     """Bursty few-shot classification of symbols (see the module doc)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: Literal["bursty"] = "bursty"
     n_classes: int = Field(64, ge=2, description="classes of items, fixed across sequences")

@@ -104,7 +104,7 @@ class CategoricalQuadrants(SquaredErrorObjective, BaseModel):
     """Categorical task distribution (source 002). Loss: 0.5 * squared distance of the (C-1)-vector output
     to the query target (the source's objective for the trained transformer); see the module doc."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: Literal["categorical"] = "categorical"
     n_categories: int = Field(3, ge=3, description="categories C (an XOR template needs 3)")

@@ -69,7 +69,7 @@ def _examples(name: str, split_seed: int, test_classes: int, split: str) -> Tens
 class FewShotFeatures(SquaredErrorObjective, BaseModel):
     """n_way-class, n_shot-example episodes from the real features of `features` (see the module doc)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: Literal["fewshot"] = "fewshot"
     features: str = Field("glyphs-efficientnet", description="a feature set of icgd.data.features.FEATURE_SETS")

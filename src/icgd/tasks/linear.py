@@ -61,7 +61,7 @@ class LinearRegression(SquaredErrorObjective, BaseModel):
     Targets: y = W x + noise_std * N(0, 1).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     #: every draw happens on the generator's device and nothing is read back to the host (each input law,
     #: "mixed" included: its pick is an index tensor), so a CUDA graph can capture `sample` (`icgd.train.graphed`)
     sync_free_sampling: ClassVar[bool] = True

@@ -49,7 +49,7 @@ def recall_accuracy(logits: Tensor, target: Tensor) -> Tensor:
 class AssociativeRecall(MaskedNextToken, BaseModel):
     """Key-value pairs in context, queried later (see the module doc)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: Literal["recall"] = "recall"
     vocab: int = Field(64, ge=4, description="tokens: keys are the first half, values the second")

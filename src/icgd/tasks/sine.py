@@ -23,7 +23,7 @@ class SineRegression(SquaredErrorObjective, BaseModel):
     episodes is (B, 1, 2) = [A, phi].
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     #: every draw on the generator's device, nothing read back (training draws no fixed query grid): a CUDA
     #: graph can capture `sample` (`icgd.train.graphed`)
     sync_free_sampling: ClassVar[bool] = True

@@ -58,7 +58,7 @@ def next_token_loss(logits: Tensor, target: Tensor) -> Tensor:
 class TextLM(NextTokenObjective, BaseModel):
     """Windows of tokens of real text for next-token prediction (see the module doc)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: Literal["text"] = "text"
     corpus: tuple[str, ...] = Field(("bbc-news", "tweets"), min_length=1,

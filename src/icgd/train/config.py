@@ -306,11 +306,14 @@ def load_config(source: str | Path, overrides: list[str] | None = None) -> Train
         if not path.is_file():
             raise ConfigError(f"{source}: no such config file or preset (presets: {', '.join(PRESETS)})")
         try:
-            raw = yaml.safe_load(path.read_text()) or {}
+            raw = yaml.safe_load(path.read_text())
         except yaml.YAMLError as e:
             line = getattr(getattr(e, "problem_mark", None), "line", None)
             where = f" (line {line + 1})" if line is not None else ""
             raise ConfigError(f"{source}: malformed YAML{where}") from None
+        if raw is None:  # an empty file would silently train the defaults
+            raise ConfigError(f"{source}: the file is empty: a config needs its keys (or start from a preset: "
+                              f"{', '.join(PRESETS)})")
         if not isinstance(raw, dict):
             raise ConfigError(f"{source}: a config must be a mapping of keys to values, got {type(raw).__name__}")
     return build_config(_merge(raw, parse_overrides(overrides or [])))

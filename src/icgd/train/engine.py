@@ -57,7 +57,18 @@ class TrainingDiverged(RuntimeError):
 
 
 class TrainingInterrupted(RuntimeError):
-    """SIGINT or SIGTERM: a checkpoint was saved first."""
+    """SIGINT or SIGTERM: a checkpoint was saved first. `run` is the run folder, `step` the step saved; the
+    message names the command that continues it (`icgd train --resume RUN`; a study that trained it through its
+    cache replaces it by its own: rerun the same command, `resumed_by`)."""
+
+    def __init__(self, message: str, run: Path | None = None, step: int | None = None) -> None:
+        super().__init__(message)
+        self.run, self.step = run, step
+
+    def resumed_by(self, command: str) -> "TrainingInterrupted":
+        """The same interruption with `command` as the way to continue it."""
+        return TrainingInterrupted(f"interrupted at step {self.step}; checkpoint saved in {self.run} (continue with: "
+                                   f"{command})", self.run, self.step)
 
 
 class Stepper:
@@ -148,10 +159,21 @@ class TrainResult:
     summary: dict[str, Any]
     config: TrainConfig
     params: dict[str, Tensor] = field(repr=False)
+    #: True where `train(resume=True)` found the run finished and returned it as it was, writing nothing
+    finished_before: bool = False
 
     def learner(self, seed: int) -> Any:
         """The trained model of `seed` (a value from config.seeds)."""
+        if seed not in self.config.seeds:
+            raise ValueError(f"seed {seed!r} is not in run {self.config.name}: its seeds are {self.config.seeds}")
         return seed_learner(self.config, self.params, self.config.seeds.index(seed))
+
+    def __repr__(self) -> str:
+        s = self.summary
+        loss = [r.get("final_eval_loss") for r in s.get("seeds", [])]
+        shown = ", ".join("n/a" if v is None else f"{v:.4g}" for v in loss)
+        return (f"TrainResult({self.config.name!r}: {s.get('status')} after {s.get('steps')} of "
+                f"{self.config.steps} steps, seeds {self.config.seeds}, eval loss [{shown}], {str(self.run_dir)!r})")
 
     def metrics_frame(self) -> Any:
         """The run's metrics as a pandas DataFrame: one row per evaluation step and seed (`RunDir.metrics_frame`)."""
@@ -202,6 +224,11 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
             ckpt = load_checkpoint(run.checkpoint, device)
             _check_meta(ckpt[1], config, run.checkpoint)
             earlier = torch.device(run.read_env().get("device", "cpu")).type
+            done = run.read_summary()
+            if ckpt[1]["step"] >= config.steps and done and done.get("status") == "completed" \
+                    and done.get("steps") == config.steps:  # finished: nothing to resume, nothing rewritten
+                params = {k[len("param."):]: v for k, v in ckpt[0].items() if k.startswith("param.")}
+                return TrainResult(run.path, done, config, params, finished_before=True)
         elif new_stream:
             raise ValueError(no_checkpoint)
     else:
@@ -210,8 +237,16 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
         run = RunDir.create(out if out is not None else Path("runs") / config.name)
         run.write_config(dump_config(config))
     stepper = Stepper(config, device)
-    if ckpt is not None and not new_stream:  # before anything is written: a stream this device cannot continue
-        stepper.stream.load_state(ckpt[0])
+    if ckpt is not None:  # before anything is written: a stream this device cannot continue, or can
+        try:
+            stepper.stream.load_state(ckpt[0])
+        except CheckpointError:
+            if not new_stream:
+                raise
+        else:
+            if new_stream:
+                raise ValueError(f"{run.path}: --new-task-stream is not needed here: this device continues the run's "
+                                 "task stream exactly; resume without it for the uninterrupted run's result")
     run.write_env(environment(device, config, stepper.backend) | {"step_path": stepper.step_path})
     if not quiet:
         print(f"backend: {stepper.backend.describe()}; step: {stepper.step_path}", file=sys.stderr)
@@ -322,7 +357,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
         run.write_summary(summary)
     if flag:
         raise TrainingInterrupted(f"interrupted by signal {flag['sig']} at step {step}; checkpoint saved in "
-                                  f"{run.path} (continue with: icgd train --resume {run.path})")
+                                  f"{run.path} (continue with: icgd train --resume {run.path})", run.path, step)
     return TrainResult(run.path, summary, config, {k: v.detach() for k, v in params.items()})
 
 

@@ -36,9 +36,10 @@ BACKENDS = ("compiled", "fused", "generic")
 
 
 class StrictSection(BaseModel):
-    """The base of every config section: an unknown key is refused, and the section is immutable."""
+    """The base of every config section: an unknown key is refused, a number must be finite (`optim.lr=inf`
+    or `nan` is refused by name, never trained on), and the section is immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ModelSection(StrictSection):

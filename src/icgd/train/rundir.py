@@ -95,6 +95,14 @@ class RunDir:
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_json(self.summary, summary)
 
+    def read_summary(self) -> dict[str, Any] | None:
+        """summary.json (None where there is none or it cannot be read: a resume rebuilds it)."""
+        try:
+            summary = json.loads(self.summary.read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
+        return summary if isinstance(summary, dict) else None
+
     def write_weights(self, history: dict[int, dict[str, Any]]) -> None:
         """Replace weights.safetensors with `history` ({step: {parameter: tensor (seeds first)}}), atomically."""
         from safetensors.torch import save_file
