@@ -55,8 +55,11 @@ def cmd_baselines(args: argparse.Namespace) -> int:
 
     task = _task_from(args, LinearRegression)
     dtype = {"float32": torch.float32, "float64": torch.float64}[args.dtype]
-    report = run_baselines(task, steps=args.steps, n_tasks=args.tasks, n_tune=args.tune_tasks, seed=args.seed,
-                           device=args.device, dtype=dtype)
+    from icgd.core.profiling import status_line
+
+    with status_line("baselines", every=10.0):  # tuning takes a minute at the defaults: say what it does
+        report = run_baselines(task, steps=args.steps, n_tasks=args.tasks, n_tune=args.tune_tasks, seed=args.seed,
+                               device=args.device, dtype=dtype)
     print(json.dumps(report, indent=2) if args.json else format_table(report))
     return 0
 

@@ -9,6 +9,7 @@ section costs one context-variable look-up.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -123,3 +124,44 @@ def format_breakdown(summary: dict[str, Any], top: int = 12) -> str:
         lines += [f"    {m['model']:<32} {m['seconds']:8.1f}  {m['status']}"
                   for m in sorted(side["models"], key=lambda m: -m["seconds"])[:top]]
     return "\n".join(lines)
+
+
+@contextmanager
+def status_line(what: str, every: float = 15.0, write: Callable[[str], None] | None = None) -> Iterator[None]:
+    """While the block runs, a line every `every` seconds on stderr saying what `what` is doing: the innermost
+    timed section (`section`, `timed`) and the time so far, e.g. "oswald-deep: tune reference gdpp (45 s)".
+    Silent while a model trains (its progress bar says it). Uses the active profile, or one of its own."""
+    import threading
+
+    prof = _ACTIVE.get()
+    own = Profile() if prof is None else None
+    if write is None:
+        from tqdm import tqdm
+
+        def write(line: str) -> None:
+            tqdm.write(line, file=sys.stderr)
+
+    stop = threading.Event()
+    t0 = time.perf_counter()
+
+    def tick() -> None:
+        while not stop.wait(every):
+            stack = list((prof or own)._stack)
+            name, detail = (stack[-1][0][1], stack[-1][0][2]) if stack else ("analysis", "")
+            if name != "train steps":
+                write(f"{what}: {name}{' ' + detail if detail else ''} ({time.perf_counter() - t0:.0f} s)")
+
+    thread = threading.Thread(target=tick, daemon=True)
+    if own is not None:
+        with own.active():
+            thread.start()
+            try:
+                yield
+            finally:
+                stop.set()
+        return
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()

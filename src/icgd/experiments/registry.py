@@ -239,7 +239,13 @@ class ExperimentContext:
     def _train_to(self, run: Path, config: TrainConfig, stop_after: int | None = None) -> TrainResult:
         if not self.train_allowed:
             raise NotStored([run.name.rsplit("-", 1)[0]])
-        return train_into(run, config, self.device, self.quiet, stop_after)
+        return train_into(run, config, self.device, self.quiet, stop_after, self._bar_name(config))
+
+    def _bar_name(self, config: TrainConfig) -> str:
+        """The progress bar's name: "model i/n: NAME" among the models the experiment declares, else NAME."""
+        names = [c.name for c in (self.declared or {}).values()]
+        return f"model {names.index(config.name) + 1}/{len(names)}: {config.name}" if config.name in names \
+            else config.name
 
     # ----------------------------------------------------------------------------------- outputs
     def table(self, name: str, rows: list[dict[str, Any]]) -> Path:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from icgd.core.io import write_json, write_text
+from icgd.core.profiling import status_line
 from icgd.experiments.catalog import load_sources
 from icgd.experiments.registry import (
     REGISTRY,
@@ -67,20 +69,45 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
                             trained_on=trained_on, store=store, train_allowed=not store_only)
     if exp.models is not None:
         ctx.declared, ctx.undeclared_ok = exp.models(ctx), bool(exp.retrains)
-    t0 = time.perf_counter()
+    t0, started = time.perf_counter(), _utc_now()
     torch.set_grad_enabled(True)
-    exp.fn(ctx)
+    with nullcontext() if quiet else status_line(exp.name):  # a line every 15 s outside training
+        exp.fn(ctx)
     seconds = time.perf_counter() - t0
     ctx.results["seconds"] = round(seconds, 1)
     ctx.results["deviations"] = list(exp.deviations)
+    ctx.results["provenance"] = provenance(exp.name, mode, ctx.seeds, device, started)
     write_json(out / "results.json", ctx.results)
+    prov = ctx.results["provenance"]
     header = [f"# {exp.name}: {exp.description}", "", f"Source: {exp.source}. Mode: {mode}; "
-              f"seeds {ctx.seeds}; {seconds:.0f} s.", "", "| the paper | measured here |", "|---|---|"]
+              f"seeds {ctx.seeds}; {seconds:.0f} s; icgd {prov['icgd']} at {prov['commit']}, {prov['device']}.", "",
+              "| the paper | measured here |", "|---|---|"]
     footer = ["", "## Deviations from the authors' set-up", ""] + [f"- {d}" for d in exp.deviations] \
         if exp.deviations else []
     notes = [line for text in ctx.notes for line in ("", text)]
     write_text(out / "report.md", "\n".join(header + ctx.report_lines + notes + footer) + "\n")
     return ExperimentResults(ctx.results, out)
+
+
+def _utc_now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def provenance(name: str, mode: Mode, seeds: list[int], device: str, started: str) -> dict[str, Any]:
+    """What a results.json needs to be cited: the experiment, mode, seeds, the code (icgd version and git
+    commit, '+dirty' with uncommitted changes), torch, the device, the command as typed and the start and end
+    times (UTC). The models' fingerprints and origins are beside it, in "models"."""
+    import shlex
+    import sys
+
+    from icgd.core.version import __version__, code_commit
+
+    return {"experiment": name, "mode": mode, "seeds": list(seeds), "icgd": __version__, "commit": code_commit(),
+            "torch": torch.__version__, "device": device,
+            "command": " ".join(shlex.quote(a) for a in [Path(sys.argv[0]).name, *sys.argv[1:]]),
+            "started": started, "finished": _utc_now()}
 
 
 def check_store_only(mode: Mode, store: Any) -> None:

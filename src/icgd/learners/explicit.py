@@ -18,11 +18,13 @@ from icgd.core.episodes import Episodes, ShapeError, require_episodes
 
 def _as_list(v: float | Sequence[float] | Tensor, steps: int | None, what: str) -> list[float] | Tensor:
     """`v` as one value per step: a float repeated `steps` times, a sequence of `steps` floats, or a tensor
-    (kept, so that autograd can tune it). Refused: fewer than one step, a count that is not `steps`, a value that
-    is not finite (a NaN rate would give NaN predictions without a word)."""
+    (kept, so that autograd can tune it). Refused: fewer than one step, a count that is not `steps`, a float that
+    is not finite (a NaN rate would give NaN predictions without a word). A tensor is not checked: a tuner's
+    line search may try a non-finite point, and its loss then says so."""
     if steps is not None and steps < 1:
         raise ValueError(f"{what}: steps must be at least 1, got {steps}")
-    _finite(v, what)
+    if not isinstance(v, Tensor):
+        _finite(v, what)
     if isinstance(v, Tensor):
         v = v.reshape(-1)
         if steps is not None and v.numel() == 1:
@@ -36,8 +38,8 @@ def _as_list(v: float | Sequence[float] | Tensor, steps: int | None, what: str) 
     return vals
 
 
-def _finite(v: float | Sequence[float] | Tensor, what: str) -> None:
-    vals = v.detach().reshape(-1).tolist() if isinstance(v, Tensor) else [v] if isinstance(v, (int, float)) else list(v)
+def _finite(v: float | Sequence[float], what: str) -> None:
+    vals = [v] if isinstance(v, (int, float)) else list(v)
     if not vals:
         raise ValueError(f"{what}: no values (at least one step)")
     bad = [x for x in vals if not math.isfinite(float(x))]

@@ -197,10 +197,11 @@ def environment(device: torch.device, config: TrainConfig, backend: Any = None) 
 
 def train(config: TrainConfig | None = None, out: str | Path | None = None, device: str | torch.device = "cpu",
           resume: bool = False, quiet: bool = True, stop_after: int | None = None,
-          new_stream: bool = False) -> TrainResult:
+          new_stream: bool = False, desc: str | None = None) -> TrainResult:
     """Train `config` into run directory `out` (or continue the run in `out` with resume=True).
 
     stop_after: stop (with a checkpoint) once this many total steps are done, as an interrupted run.
+    desc: the progress bar's name (default the config's name; a study passes "model i/n: NAME").
     new_stream (with resume): continue a checkpoint whose task stream this device cannot continue (the CUDA
     graph step's device generator on the CPU, or CPU streams in the graph step), drawing the tasks from the
     checkpoint's step on from a stream seeded anew (`TaskStream.restart`). The result is then not the
@@ -301,7 +302,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
     if can_handle:
         for sig in old:
             signal.signal(sig, lambda s, f: flag.setdefault("sig", s))
-    progress = Progress(config.steps, step, quiet)
+    progress = Progress(config.steps, step, quiet, desc or config.name)
     t0, step0 = time.perf_counter(), step
     last_eval: float | None = rows[-1]["eval_loss"] if rows else None
     status = "completed"

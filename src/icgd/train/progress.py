@@ -11,7 +11,7 @@ class Progress:
     """A tqdm bar over the training steps. Losses are read (which waits for an accelerator) only when the
     bar is redrawn: every 0.2 s on a terminal, every 10 s otherwise (one line each, for logs)."""
 
-    def __init__(self, total: int, start: int, quiet: bool) -> None:
+    def __init__(self, total: int, start: int, quiet: bool, desc: str | None = None) -> None:
         self.quiet = quiet
         self.bar = None
         self.interval = 0.2 if sys.stderr.isatty() else 10.0
@@ -20,7 +20,7 @@ class Progress:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, initial=start, file=sys.stderr, unit="step", dynamic_ncols=True,
-                            mininterval=self.interval, smoothing=0.1)
+                            mininterval=self.interval, smoothing=0.1, desc=desc)
 
     def update(self, step: int, train: float | Callable[[], float], evl: float | None, force: bool = False) -> None:
         """Move to `step`; `train` may be a function, called only when the bar is redrawn."""

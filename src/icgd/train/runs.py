@@ -15,11 +15,12 @@ from icgd.train.rundir import RunDir
 
 
 def train_into(run: Path, config: TrainConfig, device: str = "cpu", quiet: bool = True,
-               stop_after: int | None = None) -> TrainResult:
-    """Start the run in `run`, or resume it when it was started, until `stop_after` or the end."""
+               stop_after: int | None = None, desc: str | None = None) -> TrainResult:
+    """Start the run in `run`, or resume it when it was started, until `stop_after` or the end (desc: the
+    progress bar's name)."""
     if (run / "config.yaml").is_file():
-        return train(out=run, resume=True, device=device, quiet=quiet, stop_after=stop_after)
-    return train(config, run, device=device, quiet=quiet, stop_after=stop_after)
+        return train(out=run, resume=True, device=device, quiet=quiet, stop_after=stop_after, desc=desc)
+    return train(config, run, device=device, quiet=quiet, stop_after=stop_after, desc=desc)
 
 
 @contextmanager

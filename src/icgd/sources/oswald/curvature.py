@@ -21,7 +21,7 @@ from icgd.sources.oswald.keys import (
     N_SWEEP_GAMMA_TIMES_LAMBDA_MAX,
     N_SWEEP_KAPPA_RATIO,
 )
-from icgd.sources.oswald.shared import LINEAR_DEVIATIONS, recurrent2_model
+from icgd.sources.oswald.shared import GDPP_SHORT_DEVIATION, LINEAR_DEVIATIONS, recurrent2_model
 from icgd.train.config import TrainConfig
 
 EIGEN_CUT = 0.1
@@ -72,7 +72,7 @@ def _curvature_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 @register("oswald-curvature", "GD++ curvature correction: Hessian eigenvalues and condition numbers across "
           "gamma, with gamma read off trained recurrent models (Fig. 13)", "source 000, A.10, Fig. 13",
           quick_minutes=1.5, full_minutes=7.0, models=_curvature_models,
-          deviations=LINEAR_DEVIATIONS + (
+          deviations=LINEAR_DEVIATIONS + (GDPP_SHORT_DEVIATION,) + (
               "Fig. 13 is not in the code: its eigenvalue cut is ours (0.1) and so are the sweep's N (10, 20, 40; "
               "quick mode 10, 20), whose values the text lost. Reason: nothing to read them from.",))
 def curvature(ctx: ExperimentContext) -> None:

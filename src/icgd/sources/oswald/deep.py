@@ -43,7 +43,7 @@ from icgd.sources.oswald.keys import (
     REC2_INTERPOLATION,
     REC2_INTERPOLATION_WORST,
 )
-from icgd.sources.oswald.shared import LINEAR_DEVIATIONS, deep_ood, gdpp_reference, recurrent2_model
+from icgd.sources.oswald.shared import GDPP_DEEP_DEVIATION, LINEAR_DEVIATIONS, deep_ood, gdpp_reference, recurrent2_model
 from icgd.train.config import TrainConfig
 from icgd.train.engine import TrainResult
 
@@ -113,7 +113,7 @@ def _deep_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 
 @register("oswald-deep", "recurrent 2-layer and 5-layer LSA vs GD and GD++ (Fig. 3, 7, 8)",
           "source 000, sec. 3 'Multiple steps', Fig. 3, A.10", quick_minutes=5.1, full_minutes=38.0,
-          models=_deep_models, deviations=LINEAR_DEVIATIONS + (
+          models=_deep_models, deviations=LINEAR_DEVIATIONS + (GDPP_DEEP_DEVIATION,) + (
               "the 5-layer model is interpolated to its GD++ construction (A.3's naive correction per layer); the "
               "code interpolates 1-layer and recurrent models only (constructed_token_setup.ipynb lines 481-533). "
               "Reason: sec. 3 states the result for 5 layers. The path keeps the model's token clip, as GD and "

@@ -24,7 +24,7 @@ from icgd.sources.oswald.keys import (
     DEPTH_MAX_TF_OVER_GD,
     DEPTH_OOD_MAX,
 )
-from icgd.sources.oswald.shared import GELU_DEVIATION, LINEAR_DEVIATIONS, deep_ood, gdpp_reference
+from icgd.sources.oswald.shared import GDPP_DEEP_DEVIATION, GELU_DEVIATION, LINEAR_DEVIATIONS, deep_ood, gdpp_reference
 from icgd.train.config import TrainConfig
 
 
@@ -49,7 +49,7 @@ def _depth_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 # cores (40 steps timed each while another training ran, 2026-11-25): full mode is for a GPU
 @register("oswald-depth", "recurrent and separate-layer LSA stacks of depth 2 to 4, and (full mode) 4 heads "
           "and MLPs at every depth, vs GD and GD++ (Fig. 7, 8)", "source 000, A.5, Fig. 7, 8", quick_minutes=5.4,
-          full_minutes=480.0, models=_depth_models, deviations=LINEAR_DEVIATIONS + (
+          full_minutes=480.0, models=_depth_models, deviations=LINEAR_DEVIATIONS + (GDPP_DEEP_DEVIATION,) + (
               "the code has no script for Figs. 7-8; the models follow the rules of "
               "constructed_token_setup.ipynb for their depth. The 4-head MLP "
               "models train in full mode only. Reason: it needs the slower generic training path.", GELU_DEVIATION))

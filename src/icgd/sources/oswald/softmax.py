@@ -38,6 +38,7 @@ from icgd.sources.oswald.keys import (
     seeds_key,
 )
 from icgd.sources.oswald.shared import (
+    GDPP_SHORT_DEVIATION,
     LINEAR_DEVIATIONS,
     OOD_ALPHAS,
     OOD_FAMILIES,
@@ -85,7 +86,7 @@ def _softmax_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 
 @register("oswald-softmax", "softmax attention with 1 and 2 heads, and LayerNorm, vs one GD step "
           "(Fig. 11, 12, 14)", "source 000, A.9", quick_minutes=3.0, full_minutes=9.5, models=_softmax_models,
-          deviations=LINEAR_DEVIATIONS)
+          deviations=LINEAR_DEVIATIONS + (GDPP_SHORT_DEVIATION,))
 def softmax_layernorm(ctx: ExperimentContext) -> None:
     variants, keys, configs = _SOFTMAX_VARIANTS, _SOFTMAX_KEYS, _softmax_models(ctx)
     fig, axes = subplots(2)
