@@ -265,6 +265,9 @@ class ExperimentContext:
     def figure(self, name: str, fig) -> None:
         import matplotlib.pyplot as plt
 
+        from icgd.results.figures import finish
+
+        finish(fig)  # plain tick labels
         for ext, dpi in (("png", 150), ("svg", None)):
             with atomic_path(self.out / f"{name}.{ext}") as tmp:
                 fig.savefig(tmp, format=ext, dpi=dpi or "figure", bbox_inches="tight")

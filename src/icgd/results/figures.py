@@ -1,55 +1,119 @@
-"""Figure helpers: one style, mean +- std bands over seeds, labelled axes. Matplotlib is imported lazily."""
+"""Figure helpers: one style for every experiment's figures, fit for a paper. Matplotlib is imported lazily.
+
+- A figure is at most `MAX_WIDTH` inches wide (a two-column page's text width): more panels than fit in a row
+  wrap onto further rows, so that the labels stay readable at column width.
+- Curves over seeds are the median with the seeds' range as a band (the range of the data, so it never leaves
+  the measure's range, as mean +- std would: a cosine above 1, a distance below 0), and every seed drawn as a
+  thin line where the seeds split (one still on its plateau, which a median or mean would hide).
+- Tick labels are plain numbers (0.2, 0.4), not 4x10^-1 (`finish`, called on every figure an experiment saves).
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
 
 COLORS = {"tf": "#1f77b4", "gd": "#d62728", "gdpp": "#2ca02c", "interp": "#9467bd", "other": "#ff7f0e"}
 
+#: the same roles in a second setting drawn beside the first (e.g. another input range): distinct hues, not
+#: the first setting's colours with another line style only
+COLORS_2 = {"tf": "#ff7f0e", "gd": "#8c564b", "gdpp": "#17becf", "interp": "#e377c2", "other": "#7f7f7f"}
 
-def subplots(n: int = 1, width: float = 4.2, height: float = 3.2, **kw):
-    """(fig, axes list) with the package style, on the non-interactive Agg backend."""
+#: the widest figure, in inches: the text width of a two-column paper page
+MAX_WIDTH = 7.2
+
+#: a seed "splits" from the others when, at some point, it is further from the seeds' median than this
+#: fraction of the median curve's range (`splits`): one left on a plateau longer than the rest
+SPLIT_FRACTION = 0.25
+
+
+def subplots(n: int = 1, width: float = 3.4, height: float = 2.6, **kw):
+    """(fig, list of n axes) with the package style, on the non-interactive Agg backend. Panels are `width` x
+    `height` inches (width at most MAX_WIDTH), as many to a row as fit in MAX_WIDTH; the rest wrap."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "axes.spines.top": False,
-                         "axes.spines.right": False, "legend.frameon": False})
-    fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False, layout="constrained", **kw)
-    return fig, list(axes[0])
+    plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 7,
+                         "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": True,
+                         "legend.framealpha": 0.85, "legend.edgecolor": "none"})
+    width = min(width, MAX_WIDTH)
+    ncols = max(1, min(n, math.floor(MAX_WIDTH / width + 1e-9)))
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
+                             layout="constrained", **kw)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
 
 
 def grid(nrows: int, ncols: int, width: float = 2.4, height: float = 2.3):
-    """(fig, axes list in row-major order) of an nrows x ncols grid, each panel width x height inches."""
+    """(fig, axes list in row-major order) of an nrows x ncols grid, each panel width x height inches (narrower,
+    in proportion, where the row would be wider than MAX_WIDTH)."""
     fig, first = subplots(1, width, height)
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+    if width * ncols > MAX_WIDTH:
+        width, height = MAX_WIDTH / ncols, height * MAX_WIDTH / (width * ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
                              layout="constrained")
     return fig, [ax for row in axes for ax in row]
 
 
-def band(ax, x: Sequence[float], ys: np.ndarray | Sequence[Sequence[float]], label: str, color: str | None,
-         per_seed: bool = False, **kw) -> None:
-    """Mean over the first axis of `ys` (seeds x points) with a +- std band (color None: the next one).
+def splits(ys: np.ndarray) -> bool:
+    """Whether the seeds (rows of `ys`, seeds x points) go apart: at some point a seed is further from the
+    median than SPLIT_FRACTION of the median curve's range (a seed left on a plateau the others left)."""
+    ys = np.asarray(ys, dtype=float)
+    if ys.ndim == 1 or ys.shape[0] < 2:
+        return False
+    med = np.nanmedian(ys, 0)
+    scale = float(np.nanmax(med) - np.nanmin(med))
+    return bool(scale > 0 and np.nanmax(np.abs(ys - med)) > SPLIT_FRACTION * scale)
 
-    per_seed: draw every seed as a thin line instead of the band (for seeds that train very differently,
-    e.g. one still on its plateau, where mean +- std would hide what happens)."""
+
+def band(ax, x: Sequence[float], ys: np.ndarray | Sequence[Sequence[float]], label: str, color: str | None,
+         per_seed: bool | None = None, **kw) -> None:
+    """The median over the first axis of `ys` (seeds x points) with the seeds' range (min to max) as a band,
+    which stays inside the measure's range (color None: the next one).
+
+    per_seed: draw every seed as a thin line instead of the band; None (the default) does so where the seeds
+    split (`splits`), where a median and a band would hide what happens."""
     ys = np.asarray(ys, dtype=float)
     if ys.ndim == 1:
         ys = ys[None]
-    m, s = ys.mean(0), ys.std(0)
-    (line,) = ax.plot(x, m, color=color, label=label + (f" (mean of {ys.shape[0]} seeds)" if ys.shape[0] > 1 else ""),
-                      **kw)
-    if ys.shape[0] > 1 and per_seed:
+    n = ys.shape[0]
+    lines = splits(ys) if per_seed is None else per_seed
+    med = np.nanmedian(ys, 0)
+    what = "" if n == 1 else f" (median of {n} seeds{'; thin: each seed' if lines else '; band: range'})"
+    (line,) = ax.plot(x, med, color=color, label=label + what, **kw)
+    if n > 1 and lines:
         for y in ys:
-            ax.plot(x, y, color=line.get_color(), alpha=0.35, linewidth=0.7)
-    elif ys.shape[0] > 1:
-        ax.fill_between(x, m - s, m + s, color=line.get_color(), alpha=0.2, linewidth=0)
+            ax.plot(x, y, color=line.get_color(), alpha=0.45, linewidth=0.7, linestyle=kw.get("linestyle", "-"))
+    elif n > 1:
+        ax.fill_between(x, np.nanmin(ys, 0), np.nanmax(ys, 0), color=line.get_color(), alpha=0.18, linewidth=0)
+
+
+def finish(fig) -> None:
+    """Plain tick labels on every log axis of `fig` (0.2, 0.4, not 2x10^-1): minor ticks labelled too where the
+    axis spans less than a decade, so that such an axis shows numbers at all."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    # minor ticks of a narrow log axis: label 2, 3 and 5 times a power of ten only (all nine crowd the axis)
+    sparse = FuncFormatter(lambda v, _: f"{v:g}" if v > 0 and f"{v:.0e}"[0] in "235" else "")
+    for ax in fig.axes:
+        for axis, scale, lim in ((ax.yaxis, ax.get_yscale(), ax.get_ylim()), (ax.xaxis, ax.get_xscale(), ax.get_xlim())):
+            if scale != "log":
+                continue
+            lo, hi = sorted(lim)
+            axis.set_major_formatter(plain)
+            narrow = lo > 0 and math.log10(hi / lo) < 1.0
+            axis.set_minor_formatter(sparse if narrow else NullFormatter())
 
 
 def heatmap(ax, m: np.ndarray, title: str, vmax: float | None = None) -> None:

@@ -31,7 +31,7 @@ from icgd.experiments.linear_setup import one_layer_model, one_layer_run
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.transformer import TransformerLearner
 from icgd.learners.tuning import tune_gd
-from icgd.results.figures import COLORS, band, heatmap, label_axes, subplots
+from icgd.results.figures import COLORS, COLORS_2, band, heatmap, label_axes, subplots
 from icgd.sources.oswald.keys import (
     COSINE_MIN,
     GAP_MAX,
@@ -59,7 +59,7 @@ def matrix_relative_error(trained: Any, construction: Any) -> float:
 def one_layer(ctx: ExperimentContext) -> None:
     fig, axes = subplots(4)
     rows = []
-    for a, style in ((1.0, "-"), (0.5, "--")):
+    for a, style, colors in ((1.0, "-", COLORS), (0.5, "--", COLORS_2)):
         res = one_layer_run(ctx, a)
         task = res.config.task
         ev = eval_tasks(ctx, task)
@@ -108,13 +108,13 @@ def one_layer(ctx: ExperimentContext) -> None:
         ctx.report("rescaled trained W_K^T W_Q and P W_V match the construction (Fig. 9)",
                    f"relative error (median over seeds) W_KQ {median(kq_errs):.3f}, y-row of W_PV {median(pv_errs):.3f}")
         steps, tf = curves(res, "eval_loss")
-        band(axes[0], steps, tf, f"TF, a={a:g}", COLORS["tf"], linestyle=style)
+        band(axes[0], steps, tf, f"TF, a={a:g}", colors["tf"], linestyle=style)
         _, ref = curves(res, "reference_loss")  # GD on the same held-out tasks as the curve
-        axes[0].plot(steps, ref[0], color=COLORS["gd"], linestyle=style, label=f"GD, a={a:g}")
-        _interpolated_curve(ctx, res, gd, tag, axes[0], style)
+        axes[0].plot(steps, ref[0], color=colors["gd"], linestyle=style, label=f"GD, a={a:g}")
+        _interpolated_curve(ctx, res, gd, tag, axes[0], style, colors["interp"])
         for ax, key in zip(axes[1:], ("prediction_difference", "sensitivity_cosine", "sensitivity_l2")):
             steps, ys = curves(res, key)
-            band(ax, steps, ys, f"a={a:g}", COLORS["tf"], linestyle=style)
+            band(ax, steps, ys, f"a={a:g}", colors["tf"], linestyle=style)
         if a == 1.0:
             learner = seed_learners(res)[0]
             kq, pv = products(learner.model)
@@ -132,12 +132,14 @@ def one_layer(ctx: ExperimentContext) -> None:
     label_axes(axes, ("loss", "prediction difference", "sensitivity cosine", "sensitivity L2"),
                ("0.5 squared error", "||y_TF - y_GD||", "cosine", "L2 distance"))
     axes[0].set_yscale("log")
+    axes[0].legend(loc="center right", bbox_to_anchor=(1.0, 0.4), fontsize=6)  # between the two input ranges' curves, which it would hide
     fig.suptitle("one trained LSA layer vs one GD step (held-out tasks)")
     ctx.figure("training", fig)
     ctx.table("per_seed", rows)
 
 
-def _interpolated_curve(ctx: ExperimentContext, res: Any, gd: Any, tag: str, ax: Any, style: str) -> None:
+def _interpolated_curve(ctx: ExperimentContext, res: Any, gd: Any, tag: str, ax: Any, style: str,
+                        color: str = COLORS["interp"]) -> None:
     """Fig. 2 left's third curve: the interpolated model (`interpolated`: the midpoint of the GD construction
     and the rescaled trained layer) at every evaluation, on the training curve's held-out tasks, as the
     authors' training loop computes it every 100 steps (constructed_token_setup.ipynb, raw lines 613-615).
@@ -158,7 +160,7 @@ def _interpolated_curve(ctx: ExperimentContext, res: Any, gd: Any, tag: str, ax:
     ctx.report(f"{tag}: the interpolated model's loss over training ends at GD's (Fig. 2 left)",
                f"final interpolated loss per seed {', '.join(f'{x:.4f}' for x in finals)} against GD {gd_loss:.4f}")
     shown = np.where(np.isfinite(ys), ys, np.nan)
-    ax.plot(steps, np.nanmedian(shown, 0), color=COLORS["interp"], linestyle=style,
+    ax.plot(steps, np.nanmedian(shown, 0), color=color, linestyle=style,
             label=f"interpolated, a={tag[1:]} (median seed)")
 
 

@@ -1,0 +1,46 @@
+"""The figure style (issue 62): bands inside the measure's range, per-seed lines where seeds split, figures no
+wider than a page, plain tick labels on log axes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from icgd.results.figures import MAX_WIDTH, band, finish, splits, subplots
+
+
+def test_the_band_is_the_seeds_range_and_stays_inside_the_measure():
+    """Mean +- std of cosines near 1 went above 1 (the issue's 1.1); the seeds' range cannot."""
+    fig, (ax,) = subplots(1)
+    ys = np.array([[0.2, 1.0, 1.0], [0.25, 0.99, 1.0], [0.3, 1.0, 1.0], [0.2, 0.98, 1.0], [0.21, 1.0, 1.0]])
+    band(ax, [0, 1, 2], ys, "cosine", "C0", per_seed=False)
+    top = max(float(np.max(p.get_paths()[0].vertices[:, 1])) for p in ax.collections)
+    assert (ys.mean(0) + ys.std(0)).max() > 1.0  # the band before (mean +- std) leaves the measure's range
+    assert top <= 1.0
+
+
+def test_a_seed_left_on_its_plateau_gets_per_seed_lines():
+    together = np.array([[1.0, 0.1, 0.1], [1.0, 0.12, 0.1], [1.0, 0.11, 0.1]])
+    one_late = np.array([[1.0, 0.1, 0.1], [1.0, 0.12, 0.1], [1.0, 0.95, 0.1]])  # a plateau, then it too leaves
+    assert not splits(together) and splits(one_late)
+    fig, (ax,) = subplots(1)
+    band(ax, [0, 1, 2], one_late, "loss", "C0")
+    assert len(ax.lines) == 1 + 3 and not ax.collections  # the median and each seed, no band
+
+
+def test_figures_fit_a_page_and_wrap_their_panels():
+    fig, axes = subplots(4)
+    assert len(axes) == 4 and fig.get_size_inches()[0] <= MAX_WIDTH + 1e-9
+    fig, axes = subplots(2, width=10.0, height=3.6)  # a caller's wide panels are capped
+    assert fig.get_size_inches()[0] <= MAX_WIDTH + 1e-9
+
+
+def test_log_axes_get_plain_tick_labels():
+    fig, (ax,) = subplots(1)
+    ax.plot([0, 1], [0.2, 0.9])
+    ax.set_yscale("log")
+    finish(fig)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels(minor=True) + ax.get_yticklabels()]
+    shown = [t for t in labels if t]
+    assert shown and not any("times" in t or "10^" in t or "\\mathdefault" in t for t in shown), shown
+    assert {"0.2", "0.3", "0.5"} <= set(shown), shown
