@@ -78,3 +78,24 @@ def test_a_source_without_suites_or_with_a_bad_name_is_refused():
         Source(name="x", number="", title="t", suites=())
     with pytest.raises(ValueError, match="package name"):
         Source(name="My-Paper", number="", title="t", suites=("s",))
+
+
+def test_a_lookup_loads_what_registers_the_entries_once():
+    from icgd.core.registry import Registry
+
+    calls = []
+    reg = Registry("thing", load=lambda: (calls.append(1), reg.add("a", 1)))
+    assert reg.lookup("a") == 1 and reg.lookup("a") == 1 and calls == [1]
+    with pytest.raises(ValueError, match="unknown thing 'b'; known: a"):
+        reg.lookup("b")
+    assert calls == [1]
+
+
+def test_a_suite_is_found_without_loading_the_sources_first():
+    """`SUITES.lookup` in a fresh interpreter, before anything imported the sources (it said 'known: none')."""
+    import subprocess
+    import sys
+
+    code = "from icgd.claims.base import SUITES; print(len(SUITES.lookup('oswald')()))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and int(r.stdout) > 50, r.stderr

@@ -182,7 +182,14 @@ def verdict_of(measured_holds: bool, seeds_hold: list[bool]) -> Verdict:
 
 
 #: every registered suite by name (filled as the sources are loaded: `icgd.experiments.catalog.load_sources`)
-SUITES: Registry[Callable[[], list[Claim]]] = Registry("suite")
+def _load_sources() -> None:
+    from icgd.experiments.catalog import load_sources
+
+    load_sources()
+
+
+#: every source's suites; a lookup loads the sources first where they are not loaded yet
+SUITES: Registry[Callable[[], list[Claim]]] = Registry("suite", load=_load_sources)
 #: the authors' numbers of every registered suite, {suite: {claim id: Reference}} (filled by `suite`)
 REFERENCES: dict[str, dict[str, Reference]] = {}
 

@@ -17,9 +17,12 @@ T = TypeVar("T")
 class Registry(dict[str, T]):
     """Named entries of one kind (`kind` names it in errors: "experiment", "task", ...)."""
 
-    def __init__(self, kind: str, entries: dict[str, T] | None = None):
+    def __init__(self, kind: str, entries: dict[str, T] | None = None, load: Callable[[], object] | None = None):
+        """load: what registers the entries where they live elsewhere (the sources' suites), called once by
+        the first `lookup` of a name not yet registered, so a lookup does not depend on an import done first."""
         super().__init__()
         self.kind = kind
+        self._load = load
         for name, entry in (entries or {}).items():
             self.add(name, entry)
 
@@ -38,6 +41,9 @@ class Registry(dict[str, T]):
 
     def lookup(self, name: str) -> T:
         """The entry `name`; an unknown name is a ValueError that lists the known ones."""
+        if name not in self and self._load is not None:
+            load, self._load = self._load, None
+            load()
         if name not in self:
             raise ValueError(f"unknown {self.kind} {name!r}; known: {', '.join(sorted(self)) or 'none'}")
         return self[name]
