@@ -23,8 +23,8 @@ def _seeds(r: dict, model: str, measure: str) -> list[float]:
 #: so a tenth below the plateau separates a model that learnt something from one that did not
 LEARNT = 0.9
 
-#: margins argued before the full runs (2026-11-28) from the post's numbers, not ours (issue 61: a bar that a
-#: wrong learner passes is no claim; tests/suites/test_bars.py shows each failing one):
+#: margins argued before the full runs (2026-11-28) from the post's numbers, not ours (a bar that a wrong
+#: learner passes is no claim; tests/suites/test_bars.py shows each failing one):
 #: - DAMPENED_LOWERS: 50 dampened applications end at most at half the first's loss. The post's layer ends at
 #:   0.2065 of it; a layer that does nothing stays at 1, and of 20 untrained layers 5 passed the bar before
 #:   (< 1) by chance. 0.5 is about the geometric mean of 0.2065 and 1.
