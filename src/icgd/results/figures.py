@@ -99,8 +99,8 @@ def band(ax, x: Sequence[float], ys: np.ndarray | Sequence[Sequence[float]], lab
 
 
 def finish(fig) -> None:
-    """Plain tick labels on every log axis of `fig` (0.2, 0.4, not 2x10^-1): minor ticks labelled too where the
-    axis spans less than a decade, so that such an axis shows numbers at all."""
+    """Plain tick labels on every log axis of `fig` (0.2, 0.4, not 2x10^-1): minor ticks labelled too (2, 3 and 5
+    times a power of ten) where the axis spans less than two decades, so that such an axis shows numbers."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     plain = FuncFormatter(lambda v, _: f"{v:g}")
@@ -112,8 +112,13 @@ def finish(fig) -> None:
                 continue
             lo, hi = sorted(lim)
             axis.set_major_formatter(plain)
-            narrow = lo > 0 and math.log10(hi / lo) < 1.0
+            narrow = lo > 0 and math.log10(hi / lo) < 2.0
             axis.set_minor_formatter(sparse if narrow else NullFormatter())
+
+
+def legend_below(ax, ncol: int = 1) -> None:
+    """The legend under the axes, outside the data (for a panel whose curves leave no free corner)."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, fontsize=7, frameon=False)
 
 
 def heatmap(ax, m: np.ndarray, title: str, vmax: float | None = None) -> None:

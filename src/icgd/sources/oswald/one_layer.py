@@ -31,7 +31,7 @@ from icgd.experiments.linear_setup import one_layer_model, one_layer_run
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.transformer import TransformerLearner
 from icgd.learners.tuning import tune_gd
-from icgd.results.figures import COLORS, COLORS_2, band, heatmap, label_axes, subplots
+from icgd.results.figures import COLORS, COLORS_2, band, heatmap, label_axes, legend_below, subplots
 from icgd.sources.oswald.keys import (
     COSINE_MIN,
     GAP_MAX,
@@ -132,7 +132,8 @@ def one_layer(ctx: ExperimentContext) -> None:
     label_axes(axes, ("loss", "prediction difference", "sensitivity cosine", "sensitivity L2"),
                ("0.5 squared error", "||y_TF - y_GD||", "cosine", "L2 distance"))
     axes[0].set_yscale("log")
-    axes[0].legend(loc="center right", bbox_to_anchor=(1.0, 0.4), fontsize=6)  # between the two input ranges' curves, which it would hide
+    # between the two input ranges' curves, which "best" would cover
+    axes[0].legend(loc="center right", bbox_to_anchor=(1.0, 0.4), fontsize=6)
     fig.suptitle("one trained LSA layer vs one GD step (held-out tasks)")
     ctx.figure("training", fig)
     ctx.table("per_seed", rows)
@@ -197,7 +198,7 @@ def interpolation(ctx: ExperimentContext) -> None:
     ax.axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="GD (alpha = 0 is its construction)")
     ax.set_xlabel("alpha (0 = GD construction, 1 = rescaled trained)")
     ax.set_ylabel("loss on held-out tasks")
-    ax.legend(fontsize=7)
+    legend_below(ax)
     ax.set_title("interpolation, x ~ U(-1, 1)")
     ctx.figure("interpolation", fig)
     ctx.table("interpolation", rows)

@@ -19,7 +19,7 @@ from icgd.experiments.common import eval_tasks, median, seed_learners, tune_task
 from icgd.experiments.linear_setup import one_layer_model, one_layer_run
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.tuning import tune_gd
-from icgd.results.figures import COLORS, band, subplots
+from icgd.results.figures import COLORS, band, legend_below, subplots
 from icgd.sources.oswald.keys import (
     REPEAT_RATIO_WORST,
     REPEAT_SWEEP_GAP,
@@ -150,7 +150,7 @@ def repeat(ctx: ExperimentContext) -> None:
     axes[0].set_xlabel("number of applications")
     axes[0].set_ylabel("loss (mean over tasks)")
     axes[0].set_title("repeated application\n(" + "; ".join(notes) + ")", fontsize=8)
-    axes[0].legend(fontsize=6, loc="lower left")
+    legend_below(axes[0], ncol=2)  # the dampened curves run along the bottom, where a legend inside would sit
     band(axes[1], LAMBDAS, np.array([[c[-1][1] for c in tf_by[lam]] for lam in LAMBDAS]).T, "TF", COLORS["tf"],
          marker="o", markersize=3)
     axes[1].plot(LAMBDAS, [gd_by[lam][-1][1] for lam in LAMBDAS], color=COLORS["gd"], linestyle="--", marker="s",
