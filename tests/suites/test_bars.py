@@ -440,8 +440,9 @@ def _lstm_study(loss_of) -> dict:
     r: dict = {B.LSTM_DEPTHS: [1, 2, 4], "zero_loss": loss_of("zero", 0)}
     for name in ["lsa-1"] + [f"{b}lstm-{k}" for b in ("", "bi") for k in (1, 2, 4)]:
         r[B.LSTM_SEEDS.format(model=name, measure="loss")] = [loss_of(name, s) for s in range(3)]
-        r[B.LSTM_SEEDS.format(model=name, measure="sensitivity_cosine")] = [0.7] * 3
-    r |= {B.LSTM_BEST_COSINE_OVER_LSA: 0.7, B.BILSTM_COSINE_GAIN: 0.1, B.BILSTM_OVER_LSTM: 0.8,
+        cosine = {"bilstm-1": 0.6, "bilstm-2": 0.75, "bilstm-4": 0.8}.get(name, 0.7)  # BiLSTMs gain with depth
+        r[B.LSTM_SEEDS.format(model=name, measure="sensitivity_cosine")] = [cosine] * 3
+    r |= {B.LSTM_BEST_COSINE_OVER_LSA: 0.7, B.BILSTM_COSINE_GAIN: 0.2, B.BILSTM_OVER_LSTM: 0.8,
           B.BEST_UNI_LSTM_OVER_LSA: 1.3, B.BILSTM_GAIN_DEEPEST_OVER_1: 0.8, B.BILSTM_COSINE_GAIN_FROM_2: 0.05,
           B.BILSTM_BEST_COSINE: 0.8}
     return {"blog-lstm": r}
