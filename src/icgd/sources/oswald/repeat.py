@@ -150,7 +150,7 @@ def repeat(ctx: ExperimentContext) -> None:
     axes[0].set_xlabel("number of applications")
     axes[0].set_ylabel("loss (mean over tasks)")
     axes[0].set_title("repeated application\n(" + "; ".join(notes) + ")", fontsize=8)
-    legend_below(axes[0], ncol=2)  # the dampened curves run along the bottom, where a legend inside would sit
+    legend_below(axes[0])  # the dampened curves run along the bottom, where a legend inside would sit
     band(axes[1], LAMBDAS, np.array([[c[-1][1] for c in tf_by[lam]] for lam in LAMBDAS]).T, "TF", COLORS["tf"],
          marker="o", markersize=3)
     axes[1].plot(LAMBDAS, [gd_by[lam][-1][1] for lam in LAMBDAS], color=COLORS["gd"], linestyle="--", marker="s",
