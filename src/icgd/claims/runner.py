@@ -10,7 +10,7 @@ from icgd.claims.base import SUITES
 from icgd.core.profiling import Profile, section, summarize
 from icgd.experiments.catalog import load_sources
 from icgd.experiments.registry import NotStored, mode_of
-from icgd.experiments.runner import check_store_only, get_experiment, run_experiment
+from icgd.experiments.runner import check_store_only, get_experiment, run_experiment, utc_now
 from icgd.results.tables import VerifyReport
 
 
@@ -56,7 +56,7 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)  # where claims.json goes, even when no experiment runs (--store-only)
     t0 = time.perf_counter()
-    started = _utc_now()
+    started = utc_now()
     results: dict[str, Any] = {}
     cache = Path(cache) if cache else out / "_train"
     prof = Profile()
@@ -98,7 +98,7 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
                                         "minutes": get_experiment(exp).full_minutes}
                                        for exp, labels in not_run.items()],
                            "profile": summarize(rows) | {"rows": rows} | ({"side_by_side": side} if side is not None else {}),
-                           "env": environment(device) | {"started": started, "finished": _utc_now()}}, out)
+                           "env": environment(device) | {"started": started, "finished": utc_now()}}, out)
 
 
 def _why_not_run(experiment: str, labels: list[str]) -> str:
@@ -131,9 +131,3 @@ def environment(device: str) -> dict[str, Any]:
             "python": platform.python_version(), "platform": platform.platform(), "device": device,
             "cuda": torch.cuda.get_device_name(device) if device.startswith("cuda") else None,
             "threads": torch.get_num_threads(), "command": " ".join(sys.argv)}
-
-
-def _utc_now() -> str:
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")

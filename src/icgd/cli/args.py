@@ -124,11 +124,10 @@ def run_dir(text: str) -> str:
 def lm_model(text: str) -> str:
     """--model: a packaged language model's name, a .gguf file or a Hugging Face model folder (config.json); or
     several, comma-separated (dai-premise compares them)."""
-    from icgd.lm.models import PACKAGED
+    from icgd.lm.models import PACKAGED, recognised
 
     for name in (n.strip() for n in text.split(",")):
-        path = Path(name).expanduser()
-        if not (name in PACKAGED or (path.is_file() and path.suffix == ".gguf") or (path / "config.json").is_file()):
+        if not recognised(name):
             raise argparse.ArgumentTypeError(f"{name!r} is neither a packaged model ({', '.join(PACKAGED)}) nor a "
                                              ".gguf file nor a Hugging Face model folder with config.json")
     return text

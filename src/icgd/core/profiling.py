@@ -13,7 +13,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from functools import wraps
 from typing import Any, Callable, TypeVar
@@ -151,17 +151,9 @@ def status_line(what: str, every: float = 15.0, write: Callable[[str], None] | N
             if name != "train steps":
                 write(f"{what}: {name}{' ' + detail if detail else ''} ({time.perf_counter() - t0:.0f} s)")
 
-    thread = threading.Thread(target=tick, daemon=True)
-    if own is not None:
-        with own.active():
-            thread.start()
-            try:
-                yield
-            finally:
-                stop.set()
-        return
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
+    with own.active() if own is not None else nullcontext():
+        threading.Thread(target=tick, daemon=True).start()
+        try:
+            yield
+        finally:
+            stop.set()

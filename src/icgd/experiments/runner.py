@@ -69,7 +69,7 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
                             trained_on=trained_on, store=store, train_allowed=not store_only)
     if exp.models is not None:
         ctx.declared, ctx.undeclared_ok = exp.models(ctx), bool(exp.retrains)
-    t0, started = time.perf_counter(), _utc_now()
+    t0, started = time.perf_counter(), utc_now()
     torch.set_grad_enabled(True)
     with nullcontext() if quiet else status_line(exp.name):  # a line every 15 s outside training
         exp.fn(ctx)
@@ -89,10 +89,11 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
     return ExperimentResults(ctx.results, out)
 
 
-def _utc_now() -> str:
+def utc_now() -> str:
+    """Now, in UTC, to the second (ISO 8601): the start and end times of results.json and of verify's report."""
     from datetime import datetime, timezone
 
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def provenance(name: str, mode: Mode, seeds: list[int], device: str, started: str) -> dict[str, Any]:
@@ -107,7 +108,7 @@ def provenance(name: str, mode: Mode, seeds: list[int], device: str, started: st
     return {"experiment": name, "mode": mode, "seeds": list(seeds), "icgd": __version__, "commit": code_commit(),
             "torch": torch.__version__, "device": device,
             "command": " ".join(shlex.quote(a) for a in [Path(sys.argv[0]).name, *sys.argv[1:]]),
-            "started": started, "finished": _utc_now()}
+            "started": started, "finished": utc_now()}
 
 
 def check_store_only(mode: Mode, store: Any) -> None:

@@ -23,8 +23,6 @@ def _as_list(v: float | Sequence[float] | Tensor, steps: int | None, what: str) 
     line search may try a non-finite point, and its loss then says so."""
     if steps is not None and steps < 1:
         raise ValueError(f"{what}: steps must be at least 1, got {steps}")
-    if not isinstance(v, Tensor):
-        _finite(v, what)
     if isinstance(v, Tensor):
         v = v.reshape(-1)
         if steps is not None and v.numel() == 1:
@@ -32,6 +30,7 @@ def _as_list(v: float | Sequence[float] | Tensor, steps: int | None, what: str) 
         if steps is not None and v.numel() != steps:
             raise ValueError(f"{what}: {v.numel()} values for {steps} steps")
         return v
+    _finite(v, what)
     vals = [float(v)] * (steps if steps is not None else 1) if isinstance(v, (int, float)) else [float(x) for x in v]
     if steps is not None and len(vals) != steps:
         raise ValueError(f"{what}: {len(vals)} values for {steps} steps")

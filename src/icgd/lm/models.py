@@ -74,6 +74,23 @@ class LM:
         return next(self.model.parameters()).device
 
 
+def _local(name: str) -> tuple[Path, str | None] | None:
+    """(folder, gguf file name or None) of a model on disk: a .gguf file or a Hugging Face model folder with
+    config.json; None for anything else."""
+    path = Path(name).expanduser()
+    if path.is_file() and path.suffix == ".gguf":
+        return path.parent, path.name
+    if path.is_dir() and (path / "config.json").is_file():
+        return path, None
+    return None
+
+
+def recognised(name: str) -> bool:
+    """Whether `name` names a model `locate` can look for (a PACKAGED key, a .gguf file or a model folder),
+    without assembling or loading anything: what the command line checks when it reads --model."""
+    return name in PACKAGED or _local(name) is not None
+
+
 def locate(name: str) -> tuple[Path, str | None]:
     """(folder, gguf file name or None) of model `name`: a PACKAGED key, a GGUF file or a model folder."""
     if name in PACKAGED:
@@ -88,11 +105,9 @@ def locate(name: str) -> tuple[Path, str | None]:
         if not (folder / p.file).is_file():
             raise LMError(f"model {name!r}: {folder / p.file} is missing; reinstall it: {p.pip}")
         return folder, p.file
-    path = Path(name).expanduser()
-    if path.is_file() and path.suffix == ".gguf":
-        return path.parent, path.name
-    if path.is_dir() and (path / "config.json").is_file():
-        return path, None
+    local = _local(name)
+    if local is not None:
+        return local
     known = ", ".join(PACKAGED)
     raise LMError(f"model {name!r} is neither a packaged model ({known}) nor a .gguf file nor a Hugging Face "
                   "model folder with config.json")

@@ -45,3 +45,8 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> tup
     except json.JSONDecodeError:
         raise CheckpointError(f"{path}: corrupt checkpoint metadata") from None
     return tensors, meta
+
+
+def checkpoint_params(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The model's weights among a checkpoint's tensors ({name: tensor}, without the optimiser and streams)."""
+    return {k[len("param."):]: v for k, v in tensors.items() if k.startswith("param.")}

@@ -32,7 +32,7 @@ from icgd.core.profiling import section
 from icgd.core.version import __version__, code_commit
 from icgd.train import graphed
 from icgd.train.backends import select
-from icgd.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from icgd.train.checkpoint import CheckpointError, checkpoint_params, load_checkpoint, save_checkpoint
 from icgd.train.config import TrainConfig, build_config, dump_config
 from icgd.train.data import TaskStream
 from icgd.train.evaluation import (
@@ -228,8 +228,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
             done = run.read_summary()
             if ckpt[1]["step"] >= config.steps and done and done.get("status") == "completed" \
                     and done.get("steps") == config.steps:  # finished: nothing to resume, nothing rewritten
-                params = {k[len("param."):]: v for k, v in ckpt[0].items() if k.startswith("param.")}
-                return TrainResult(run.path, done, config, params, finished_before=True)
+                return TrainResult(run.path, done, config, checkpoint_params(ckpt[0]), finished_before=True)
         elif new_stream:
             raise ValueError(no_checkpoint)
     else:

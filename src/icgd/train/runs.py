@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from icgd.train.checkpoint import load_checkpoint
+from icgd.train.checkpoint import checkpoint_params, load_checkpoint
 from icgd.train.config import TrainConfig, build_config
 from icgd.train.engine import TrainResult, train
 from icgd.train.rundir import RunDir
@@ -48,6 +48,6 @@ def load_run(run: str | Path) -> TrainResult:
     rd = RunDir.open(run)
     config = build_config(rd.read_config())
     tensors, _ = load_checkpoint(rd.checkpoint)
-    params = {k[len("param."):]: v for k, v in tensors.items() if k.startswith("param.")}
+    params = checkpoint_params(tensors)
     summary = json.loads(rd.summary.read_text()) if rd.summary.is_file() else {}
     return TrainResult(rd.path, summary, config, params)
