@@ -3,6 +3,7 @@ key/value cache gives the same label log-probabilities as running every sequence
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -99,7 +100,7 @@ def dai_smoke(smollm, tmp_path_factory):
 
 def test_dai_suite_measures_every_claim(dai_smoke):
     out, res = dai_smoke
-    assert res["suite"] == "dai" and len(res["claims"]) == 9 and res["model"] == "smollm2-135m"
+    assert res["suite"] == "dai" and len(res["claims"]) == 17 and res["model"] == "smollm2-135m"
     premise = res["claims"][0]
     assert premise["id"] == "premise-icl-beats-zsl" and "note" not in premise
     results = json.loads((out / "dai-icl-vs-ft" / "results.json").read_text())
@@ -119,6 +120,32 @@ def test_dai_suite_measures_every_claim(dai_smoke):
             assert low <= high and (c["verdict"] == "inconclusive") == (holds[0] != holds[1]), c
     assert (out / "dai-icl-vs-ft" / "report.md").is_file()
     assert (out / "dai-icl-vs-ft" / "layers_bbc-news.png").is_file()
+
+
+def test_dai_controls_recomputed_from_their_tables(dai_smoke):
+    """The untrained control's SimAOU margin and the order study's spreads and flips, recomputed from
+    untrained.parquet, queries.parquet and orders.parquet."""
+    import pandas as pd
+
+    from icgd.sources.dai.controls import spread
+
+    out, _ = dai_smoke
+    run = out / "dai-icl-vs-ft"
+    results = json.loads((run / "results.json").read_text())
+    q = pd.read_parquet(run / "queries.parquet")
+    u = pd.read_parquet(run / "untrained.parquet")
+    trained = q[q.chosen_seed].simaou_ft.mean()
+    untrained = u.groupby("init_seed").simaou.mean().mean()
+    assert results["bbc-news.simaou_margin"] == pytest.approx(trained - untrained, abs=1e-9)
+    assert set(u.query_id) == set(q.query_id) and (u.demo_seed == results["bbc-news.chosen_seed"]).all()
+    o = pd.read_parquet(run / "orders.parquet")
+    assert sorted(o.learner.unique()) == ["gd", "icl", "sgd"] and o.order.nunique() == results["bbc-news.order_n"]
+    for learner in ("icl", "sgd", "gd"):
+        pred = o[o.learner == learner].pivot(index="query_id", columns="order", values="pred")
+        flips = (pred.nunique(axis=1) > 1).mean()
+        assert results[f"bbc-news.order_{learner}_flips"] == pytest.approx(flips)
+    assert results["bbc-news.order_gd_spread"] < 1e-4  # full-batch GD: the order cannot matter
+    assert spread(np.ones((2, 3, 4)) / 4).tolist() == [0.0, 0.0, 0.0]
 
 
 def test_dai_premise_per_model_and_data_set(smollm, tmp_path):

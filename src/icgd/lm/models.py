@@ -210,3 +210,32 @@ def load_lm(name: str = "smollm2-135m", device: torch.device | str = "cpu",
         raise _unreadable(name, where, e) from None
     model.eval().to(device)
     return LM(model, tokenizer, name, where, attn_implementation)
+
+
+#: what `untrained` keeps of the trained model: "none" (every weight from the model's own initialiser) or
+#: "io" (Deutch et al.'s untrained model: the token embeddings, every norm and the unembedding kept, the
+#: attention and MLP weights of every layer re-initialised; GiilDe/ft-vs-icl `struprompting/models/gpt.py`
+#: lines 58-72)
+UNTRAINED_KEEP = ("none", "io")
+
+
+def untrained(lm: LM, seed: int, keep: str = "none") -> LM:
+    """The same architecture and tokenizer as `lm` with initial weights: `transformers`' own initialiser
+    (`from_config`) under torch seed `seed`, on lm's device, in eval mode; `keep` see `UNTRAINED_KEEP`. The
+    global random state is left as it was."""
+    from transformers import AutoModelForCausalLM
+
+    if keep not in UNTRAINED_KEEP:
+        raise ValueError(f"keep must be one of {UNTRAINED_KEEP}, got {keep!r}")
+    dtype = next(lm.model.parameters()).dtype
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(lm.model.config, dtype=dtype,
+                                                 attn_implementation=lm.attn_implementation)
+    if keep == "io":
+        kept = {n: p for n, p in lm.model.state_dict().items() if "embed" in n or "norm" in n or "lm_head" in n}
+        missing = model.load_state_dict(kept, strict=False).unexpected_keys
+        if missing:
+            raise ValueError(f"{lm.name}: the untrained model has no {missing[0]}")
+    model.eval().to(lm.device)
+    return LM(model, lm.tokenizer, f"{lm.name} (untrained, seed {seed}, keep {keep})", lm.path, lm.attn_implementation)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from icgd.claims.base import Claim, PremiseNotMet, suite
 from icgd.sources.dai import keys as X
+from icgd.sources.dai.keys import MEAN
 from icgd.sources.dai.references import REFERENCES
 
 EXP = "dai-icl-vs-ft"
@@ -34,6 +35,15 @@ def _m(key: str):
 
 def _diff(a: str, b: str):
     return lambda r: _mean(r, a) - _mean(r, b)
+
+
+def _control(key: str):
+    """A control's mean over the data sets where the premise holds; untested where the control was not run."""
+    def measure(r) -> float:
+        if MEAN.format(key=key) not in r[EXP] and r[EXP][X.PREMISE_KEPT]:
+            raise PremiseNotMet(f"the control behind {key} was not run (DaiConfig: untrained_seeds, orders)")
+        return _mean(r, key)
+    return measure
 
 
 def _premise(r) -> float:
@@ -108,4 +118,54 @@ def dai() -> list[Claim]:
                claim="|Kendall (ICL, random)|, token level, mean over layers",
                measure=lambda r: abs(_m("kendall_random")(r)), op="<", threshold=0.05,
                why="'Kendall (ICL, Random) is always near zero'"),
+        *_controls(),
+    ]
+
+
+#: the measures of the untrained control: (claim id stem, what is measured)
+_UNTRAINED = (("simaou", "SimAOU (ICL vs FT), mean over layers"),
+              ("simam", "SimAM after FT minus before, mean over heads and layers"),
+              ("kendall", "Kendall (ICL, FT), token level, mean over layers"),
+              ("rec2ftp", "Rec2FTP"))
+
+
+def _controls() -> list[Claim]:
+    """The critics' controls (Deutch et al. 2024, Shen et al. 2024; `icgd.sources.dai.controls`), written
+    before their first run. Each reads the data sets where the premise holds."""
+    untrained = [
+        _claim(id=f"{m}-trained-above-untrained", source="Deutch et al. 2024", experiment=EXP,
+               claim=f"{what}: the trained model's minus the same measure on the untrained model (same "
+                     "architecture and tokenizer, initial weights, the same prompts and FT rate), mean over "
+                     "init seeds",
+               measure=_control(f"{m}_margin"), op=">", threshold=0.0,
+               why="source 003 reads the measure as evidence that the trained model's ICL acts like finetuning; "
+                   "if a model that learnt nothing scores as high, the measure does not show learning (Deutch "
+                   "et al.'s point). Any margin counts; the interval resamples the test queries (paired) and the "
+                   "init seeds, so a margin inside the noise is inconclusive")
+        for m, what in _UNTRAINED]
+    return untrained + [
+        _claim(id="icl-closer-to-lcgd-than-ft", source="Deutch et al. 2024", experiment=EXP,
+               claim="SimAOU (ICL vs layer-causal GD) minus SimAOU (ICL vs FT), mean over layers",
+               measure=_diff("simaou_lcgd", "simaou_ft"), op=">", threshold=0.0,
+               why="Deutch et al. find ICL's updates more like those of layer-causal GD (each layer updated from "
+                   "its own read-out, as information flows in a forward pass) than like FT's; any margin counts"),
+        _claim(id="order-icl-sensitive", source="Shen et al. 2024", experiment=EXP,
+               claim="spread over demonstration orders of ICL's label probabilities minus that of full-batch GD "
+                     "on the same demonstrations",
+               measure=_control("order_icl_minus_gd"), op=">", threshold=0.0,
+               why="full-batch GD does not depend on the order of its data, so a learner that is GD cannot either; "
+                   "Shen et al. find ICL order-sensitive. Any margin counts; the interval resamples the queries"),
+        _claim(id="order-icl-like-sgd", source="Shen et al. 2024", experiment=EXP,
+               claim="ICL's spread over demonstration orders divided by that of one-pass SGD (FT in the order "
+                     "of the demonstrations)",
+               measure=_control("order_icl_over_sgd"), op=">", threshold=0.5,
+               why="full-batch GD's spread is 0; above half of one-pass SGD's spread ICL's lies closer to SGD's "
+                   "than to GD's, below it closer to GD's: the midpoint decides which learner's order "
+                   "sensitivity ICL resembles"),
+        _claim(id="order-full-batch-invariant", kind="check", source="Shen et al. 2024", experiment=EXP,
+               claim="full-batch GD's spread over demonstration orders (label probabilities)",
+               measure=_control("order_gd_spread"), op="<", threshold=1e-4,
+               why="holds by construction: the summed gradient does not depend on the order but for the order "
+                   "of float32 sums (about 1e-7 relative); 1e-4 is far above that and far below the order "
+                   "spreads the claims compare (ICL's accuracy moves by points between orders in the literature)"),
     ]

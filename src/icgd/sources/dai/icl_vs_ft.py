@@ -14,7 +14,8 @@ from icgd.core.io import atomic_path
 from icgd.experiments.common import Size, size
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.results.figures import band, label_axes, subplots
-from icgd.sources.dai.keys import BOOTSTRAP, DATASET, DATASETS, KEYS, MEAN, PREMISE, PREMISE_INTERVAL, PREMISE_KEPT
+from icgd.sources.dai.keys import (BOOTSTRAP, CONTROL_KEYS, DATASET, DATASETS, KEYS, MEAN, PREMISE, PREMISE_INTERVAL,
+                                    PREMISE_KEPT)
 
 SOURCE = "source 003"
 #: the smallest packaged model where ICL beats ZSL on BBC News and the tweets (`icgd reproduce dai-premise --quick`:
@@ -28,6 +29,11 @@ KENDALL_QUERIES = Size(quick=100, full=100, smoke=2)  # the authors' code: the f
 #: SGD learning rates tried for FT (the source: "base values times several scales"; its values are lost): a
 #: factor 2-2.5 apart, at least 6 (on the tweets the top of a 3-rate grid diverged); a rate whose FT
 #: loss rises is rejected (`icgd.sources.dai.study.select_lr`)
+#: the critics' controls (`icgd.sources.dai.controls`): init seeds of the untrained model, demonstration orders,
+#: test queries of the order study (Shen et al.: 10 orders of 8 demonstrations)
+UNTRAINED_SEEDS = {"smoke": (0,), "quick": (0, 1), "full": (0, 1, 2)}
+ORDERS = Size(quick=4, full=8, smoke=2)
+ORDER_QUERIES = Size(quick=50, full=100, smoke=10)
 LRS = {"smoke": (1e-2, 3e-2), "quick": (2e-3, 5e-3, 1e-2, 2e-2, 5e-2, 1e-1),
        "full": (1e-3, 2e-3, 5e-3, 1e-2, 2e-2, 5e-2, 1e-1, 2e-1)}
 
@@ -43,7 +49,9 @@ def dai_config(ctx: ExperimentContext):
     from icgd.sources.dai.study import DaiConfig
 
     return DaiConfig(n_demos=size(ctx, N_DEMOS), demo_seeds=tuple(ctx.seeds), n_validation=size(ctx, N_VALIDATION),
-                     n_test=size(ctx, N_TEST), lrs=LRS[ctx.mode], kendall_queries=size(ctx, KENDALL_QUERIES))
+                     n_test=size(ctx, N_TEST), lrs=LRS[ctx.mode], kendall_queries=size(ctx, KENDALL_QUERIES),
+                     untrained_seeds=UNTRAINED_SEEDS[ctx.mode], orders=size(ctx, ORDERS),
+                     order_queries=size(ctx, ORDER_QUERIES))
 
 
 @register("dai-icl-vs-ft", "ZSL vs ICL vs K/V finetuning on the same queries: accuracy, Rec2FTP, SimAOU, "
@@ -65,28 +73,35 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
     ctx.result("model", model)
     ctx.result("config", cfg.model_dump(mode="json"))
     ctx.result(DATASETS, [t.name for t in tasks])
-    queries, layers, summaries, selection = [], [], [], []
+    queries, layers, summaries, selection, untrained, orders = [], [], [], [], [], []
     for task in tasks:
         name = task.name
         r = compare(lm, task, cfg, cache=ctx.cache / f"dai-{model.replace('/', '_')}", progress=not ctx.quiet)
         queries += r["queries"]
         layers += r["layers"]
         selection += r["lr_selection"]
+        untrained += r["untrained"]
+        orders += r["orders"]
         summaries.append(r["summary"])
         for k, v in r["summary"].items():
             if k not in ("dataset", "bootstrap"):
                 ctx.result(DATASET.format(dataset=name, key=k), v)
         _layer_figure(ctx, name, pd.DataFrame(r["layers"]))
+        _controls_figure(ctx, name, r["summary"])
     kept = _premise(ctx, summaries)
     boot: dict[str, list[float]] = {}
     for s in summaries:
         for k in ("icl_accuracy_mean", "zsl_accuracy"):
             boot[DATASET.format(dataset=s["dataset"], key=k)] = s["bootstrap"][k]
-    for key in KEYS if kept else ():  # the comparison, over the data sets where ICL beats ZSL
-        ctx.result(MEAN.format(key=key), float(np.mean([s[key] for s in kept])))
-        boot[MEAN.format(key=key)] = np.mean([s["bootstrap"][key] for s in kept], axis=0).tolist()
+    for key in KEYS + CONTROL_KEYS if kept else ():  # the comparison, over the data sets where ICL beats ZSL
+        if all(key in s["bootstrap"] for s in kept):
+            ctx.result(MEAN.format(key=key), float(np.mean([s[key] for s in kept])))
+            boot[MEAN.format(key=key)] = np.mean([s["bootstrap"][key] for s in kept], axis=0).tolist()
     ctx.result(BOOTSTRAP, {k: [round(x, 6) for x in v] for k, v in boot.items()})
-    for name, rows in (("queries", queries), ("layers", layers), ("lr_selection", selection)):
+    for name, rows in (("queries", queries), ("layers", layers), ("lr_selection", selection),
+                       ("untrained", untrained), ("orders", orders)):
+        if not rows:
+            continue
         with atomic_path(ctx.out / f"{name}.parquet") as tmp:
             pd.DataFrame(rows).to_parquet(tmp, index=False)
     ctx.table("datasets", [_table_row(s) for s in summaries])
@@ -141,6 +156,46 @@ def _layer_figure(ctx: ExperimentContext, name: str, lay) -> None:
     ctx.figure(f"layers_{name}", fig)
 
 
+def _controls_figure(ctx: ExperimentContext, name: str, s: dict[str, Any]) -> None:
+    """The critics' controls of one data set: each measure on the trained model and on the untrained ones
+    (one dot per init seed), and each learner's spread over demonstration orders (one dot per query)."""
+    from icgd.sources.dai.controls import ORDER_LEARNERS
+
+    have_untrained, have_orders = "simaou_untrained_per_seed" in s, "order_spread_per_query" in s
+    if not (have_untrained or have_orders):
+        return
+    fig, axes = subplots(have_untrained + have_orders, width=3.4, height=2.6)
+    ax = iter(axes)
+    if have_untrained:
+        a = next(ax)
+        for i, (m, label) in enumerate((("simaou", "SimAOU"), ("simam", "SimAM\nafter - before"),
+                                        ("kendall", "Kendall"))):
+            a.plot([i - 0.12], [s[f"{m}_trained"]], "o", color="#1f77b4", label="trained" if i == 0 else None)
+            seeds = list(s[f"{m}_untrained_per_seed"].values())
+            a.plot([i + 0.12] * len(seeds), seeds, "o", mfc="none", color="#d62728",
+                   label=f"untrained ({len(seeds)} init seeds)" if i == 0 else None)
+        a.axhline(0, color="0.6", lw=0.6)
+        a.set_xticks(range(3), ["SimAOU", "SimAM\nafter - before", "Kendall"])
+        a.set_xlim(-0.6, 2.6)
+        a.set_ylabel("ICL vs FT, mean over layers")
+        a.set_title("trained vs untrained model")
+        a.legend(loc="best")
+    if have_orders:
+        a = next(ax)
+        rng = np.random.default_rng(0)
+        for i, k in enumerate(ORDER_LEARNERS):
+            v = np.asarray(s["order_spread_per_query"][k])
+            a.plot(i + rng.uniform(-0.15, 0.15, len(v)), v, ".", alpha=0.5, ms=3, color="0.4")
+            a.plot([i - 0.25, i + 0.25], [v.mean()] * 2, color="#d62728", lw=1.5, label="mean" if i == 0 else None)
+        a.set_xticks(range(3), ["ICL", "one-pass SGD", "full-batch GD"])
+        a.set_ylim(bottom=0)
+        a.set_ylabel("std over orders of label probability")
+        a.set_title(f"{s['order_n']} orders, {s['order_queries']} queries")
+        a.legend(loc="best")
+    fig.suptitle(f"{name}: the critics' controls")
+    ctx.figure(f"controls_{name}", fig)
+
+
 def _report(ctx: ExperimentContext, model: str, summaries: list[dict[str, Any]]) -> None:
     def pm(s: dict[str, Any], k: str, f: str = ".3f") -> str:
         return f"{s[k]:{f}} (seeds: {s[k + '_mean']:{f}} +- {s[k + '_std']:{f}})"
@@ -167,6 +222,26 @@ def _report(ctx: ExperimentContext, model: str, summaries: list[dict[str, Any]])
         ctx.report(f"{d}: Kendall (ICL, FT) distinctly positive, Kendall (ICL, random) near zero (Table 5)",
                    f"token level: FT {pm(s, 'kendall_ft')}, random {pm(s, 'kendall_random')}; example level: FT "
                    f"{pm(s, 'kendall_ft_example')}, random {pm(s, 'kendall_random_example')}")
+        if "simaou_margin" in s:
+            per = "; ".join(f"{label} {s[m + '_trained']:.3f} vs {s[m + '_untrained']:.3f} (margin {s[m + '_margin']:+.3f})"
+                            for m, label in (("simaou", "SimAOU"), ("simam", "SimAM after - before"),
+                                             ("kendall", "Kendall"), ("rec2ftp", "Rec2FTP")))
+            ctx.report(f"{d}: the untrained control (Deutch et al.): trained vs untrained model, same prompts and FT rate",
+                       f"{per}; the untrained model's accuracy: ZSL {s['untrained_zsl_accuracy']:.3f}, ICL "
+                       f"{s['untrained_icl_accuracy']:.3f}, FT {s['untrained_ft_accuracy']:.3f}")
+        ctx.report(f"{d}: layer-causal GD (Deutch et al.): ICL vs LCGD beside ICL vs FT",
+                   f"SimAOU {pm(s, 'simaou_lcgd')} vs FT {s['simaou_ft']:.3f}; SimAM {pm(s, 'simam_lcgd')} vs FT "
+                   f"{s['simam_after']:.3f}; Kendall {pm(s, 'kendall_lcgd')} vs FT {s['kendall_ft']:.3f}; LCGD "
+                   f"accuracy {pm(s, 'lcgd_accuracy')}")
+        if "order_icl_spread" in s:
+            ctx.report(f"{d}: the order of the demonstrations (Shen et al.)",
+                       f"{s['order_n']} orders, {s['order_queries']} queries; spread of the label probabilities: ICL "
+                       f"{s['order_icl_spread']:.4f}, one-pass SGD {s['order_sgd_spread']:.4f}, full-batch GD "
+                       f"{s['order_gd_spread']:.2g}; queries whose prediction an order changes: ICL "
+                       f"{s['order_icl_flips']:.2f}, SGD {s['order_sgd_flips']:.2f}, GD {s['order_gd_flips']:.2f}; "
+                       f"accuracy over orders: ICL {s['order_icl_accuracy_mean']:.3f} +- {s['order_icl_accuracy_std']:.3f}, "
+                       f"SGD {s['order_sgd_accuracy_mean']:.3f} +- {s['order_sgd_accuracy_std']:.3f}, GD "
+                       f"{s['order_gd_accuracy_mean']:.3f} +- {s['order_gd_accuracy_std']:.3f}")
     ctx.note("The chosen seed is the demonstration seed with the best ICL validation accuracy (the source's "
              "protocol); the spread is over every demonstration seed on the same test queries. Per-query "
              "predictions: queries.parquet; per-layer measures: layers.parquet.")

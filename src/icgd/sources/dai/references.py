@@ -9,7 +9,9 @@ largest model's (GPT 2.7B), the mean over the six data sets (SST2, SST5, MR, Sub
 on all six, so the mean over the data sets where the premise holds is the paper's "Average"); GPT 1.3B's
 value is given beside it. Accuracies are fractions, as our measures are. The paper's numbers are on the
 validation set that also chose the demonstration seed and the finetuning rate (docs/sources/dai_lmops_code.md);
-ours on a separate test split.
+ours on a separate test split. The controls' claims (the untrained model, layer-causal GD, the order of the
+demonstrations) test the critics of source 003, so their references are those critics' numbers: Deutch et
+al. 2024's committed result files, and Shen et al. 2024 where a number can be read.
 """
 
 from __future__ import annotations
@@ -37,6 +39,29 @@ REFERENCES: dict[str, Reference] = {
                                                 "(GPT 1.3B: 0.193)"),
     "kendall-random-near-zero": Reference(0.0, "source 003's Table 5, Average column, GPT 2.7B: |Kendall (ICL, "
                                                "random)| = 0.000 (GPT 1.3B: 0.000)", 0.0005),
+    # the critics' controls: Deutch et al. 2024's committed result files (GiilDe/ft-vs-icl, artifacts/, SST-2,
+    # 32 demonstrations, fairseq en_dense_lm_1_3b, mean over its 24 layers, one run per seed 2, 3, 4)
+    "simaou-trained-above-untrained": Reference(
+        0.0055, "Deutch et al. 2024 (GiilDe/ft-vs-icl artifacts, SST-2, 1.3B model, seed 2): SimAOU 0.1096 trained "
+                "(results/en_dense_lm_1_3b/sst2_per_layer_0_k_32_seed_2_perm_0_lr_0.0005_bsz_1_clip_norm_0.json, mean "
+                "of its 24 layers) minus 0.1041 untrained (logs/..._seed_2_..._model_trained_0.txt); over the three "
+                "seeds 2-4: 0.1105 - 0.1140 = -0.0035. Their untrained model keeps the embeddings, norms and "
+                "unembedding (our untrained_keep='io')", 0.0001),
+    "simam-trained-above-untrained": Reference(None, "Deutch et al.'s untrained runs log SimAOU, its random baseline "
+                                                     "and SimAM before FT only, not SimAM after FT"),
+    "kendall-trained-above-untrained": Reference(None, "Deutch et al. do not measure Kendall"),
+    "rec2ftp-trained-above-untrained": Reference(None, "Deutch et al. do not report Rec2FTP for the untrained model"),
+    "icl-closer-to-lcgd-than-ft": Reference(
+        0.1128, "Deutch et al. 2024 (GiilDe/ft-vs-icl artifacts, SST-2, 1.3B model): SimAOU against layer-causal GD "
+                "(per_layer_1) 0.2297 / 0.2121 / 0.2282 minus against FT (per_layer_0) 0.1096 / 0.1132 / 0.1087 for "
+                "seeds 2 / 3 / 4, means 0.2233 - 0.1105 (the 0.212 often quoted is seed 3's LCGD value)"),
+    "order-icl-sensitive": Reference(None, "Shen et al. 2024 (LLaMA-7B, AG News, 10 orders of 8 demonstrations) show "
+                                           "ICL's spread of the output distribution over orders above GD's in a figure; "
+                                           "no number of it is in a text available here"),
+    "order-icl-like-sgd": Reference(None, "Shen et al. 2024 draw ICL's order spread above that of SGD and Adam "
+                                          "throughout training, in a figure without printed numbers"),
+    "order-full-batch-invariant": Reference(None, "holds by construction (a check): full-batch GD sums the gradients; "
+                                                  "Shen et al.'s argument uses the same fact"),
     "premise-icl-beats-zsl": Reference(None, "the measure averages ICL accuracy over the demonstration seeds; the "
                                              "paper prints only the chosen (best on validation) seed's accuracy, an "
                                              "upper bound of the mean"),

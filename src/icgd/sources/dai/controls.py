@@ -1,0 +1,224 @@
+"""The controls that later papers showed source 003's comparison needs, run beside it on the same prompts
+(`icgd.sources.dai.study.compare` calls `run` once the chosen seed and FT rate are known):
+
+- **The untrained model** (Deutch, Magar, Kaplan and Karpas 2024): the same measures (SimAOU, SimAM,
+  Kendall, Rec2FTP) for a model of the same architecture and tokenizer with initial weights
+  (`icgd.lm.models.untrained`, one model per seed of `DaiConfig.untrained_seeds`), on the chosen seed's
+  demonstrations, the same test queries and the same FT rate (as Deutch et al. do). The margin
+  trained - untrained says how much of ICL's likeness to FT the training made; its interval resamples the
+  test queries (paired) and the init seeds.
+- **Layer-causal GD** (Deutch et al.): `icgd.lm.finetune.finetune_kv(layer_causal=True)`, run for every
+  demonstration seed inside `study._seed_test`; its measures are `study.LCGD_MEASURES`.
+- **The order of the demonstrations** (Shen, Mishra and Khashabi 2024): the chosen seed's demonstrations in
+  `DaiConfig.orders` orders (the chosen order first, then random permutations), on the first
+  `order_queries` test queries: ICL with each order, one-pass SGD in each order (FT as in the study) and
+  full-batch GD (`batch="full"`: one step on the summed loss, which no order can change). The spread of a
+  learner is the standard deviation over orders of each label's probability (renormalised over the labels),
+  averaged over labels and queries; its interval resamples the queries.
+
+Every stage is saved in the study's `StageCache`, so a rerun reads it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from icgd.core.io import fingerprint
+from icgd.lm.finetune import KVSnapshot, finetune_kv, lm_loss
+from icgd.lm.icl import build_prefix, demonstration_ids, score
+
+#: the measures of the untrained control: {name: the per-query measure (None: Rec2FTP, from the correctness)}
+UNTRAINED = ("simaou", "simam", "kendall", "rec2ftp")
+#: the learners of the order study
+ORDER_LEARNERS = ("icl", "sgd", "gd")
+
+
+def run(lm, task, cfg, store, *, chosen: int, lr: float, rows: list[dict[str, Any]], q_test, labels,
+        start: list[int], progress: bool) -> dict[str, Any]:
+    """Both controls of one data set. rows: the chosen seed's per-query rows of the study (trained side).
+    Returns {"summary": values, "bootstrap": {key: replicates}, "untrained": rows, "orders": rows}."""
+    summary: dict[str, Any] = {}
+    boot: dict[str, list[float]] = {}
+    demos = task.demonstrations(cfg.n_demos, chosen)
+    untrained_rows: list[dict[str, Any]] = []
+    if cfg.untrained_seeds:
+        s, b, untrained_rows = untrained_control(lm, task, cfg, store, demos=demos, chosen=chosen, lr=lr, rows=rows,
+                                                 q_test=q_test, labels=labels, start=start, progress=progress)
+        summary |= s
+        boot |= b
+    order_rows: list[dict[str, Any]] = []
+    if cfg.orders:
+        s, b, order_rows = order_study(lm, task, cfg, store, demos=demos, chosen=chosen, lr=lr, q_test=q_test,
+                                       labels=labels, start=start, progress=progress)
+        summary |= s
+        boot |= b
+    return {"summary": summary, "bootstrap": boot, "untrained": untrained_rows, "orders": order_rows}
+
+
+def _per_query(r: dict[str, Any], zsl_logp: torch.Tensor) -> dict[str, np.ndarray]:
+    """The per-query numbers the control compares (each measure averaged over layers)."""
+    def layer_mean(t: torch.Tensor) -> np.ndarray:
+        a = t.numpy()
+        with np.errstate(all="ignore"):
+            n = np.isfinite(a).sum(1)
+            return np.where(n > 0, np.nansum(a, 1) / np.maximum(n, 1), np.nan)
+
+    return {"simaou": layer_mean(r["simaou_ft"]), "simam": layer_mean(r["simam_after"]) - layer_mean(r["simam_before"]),
+            "kendall": layer_mean(r["kendall_ft"]), "zsl": zsl_logp.argmax(-1).numpy(),
+            "icl": r["icl_logp"].argmax(-1).numpy(), "ft": r["ft_logp"].argmax(-1).numpy()}
+
+
+def _value(q: dict[str, np.ndarray], gold: np.ndarray, name: str, idx: np.ndarray) -> float:
+    """One control measure over the queries idx: the mean of a per-query measure, or Rec2FTP."""
+    if name == "rec2ftp":
+        z, f, i = (q[k][idx] == gold[idx] for k in ("zsl", "ft", "icl"))
+        fixed = f & ~z
+        return 100.0 * float(i[fixed].mean()) if fixed.any() else float("nan")
+    v = q[name][idx]
+    return float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
+
+
+def untrained_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, rows, q_test, labels, start,
+                      progress: bool) -> tuple[dict[str, Any], dict[str, list[float]], list[dict[str, Any]]]:
+    from icgd.lm.models import untrained
+    from icgd.sources.dai.study import _seed_test
+
+    prefix = build_prefix(lm, task, demos, cfg.start)
+    examples = [start + d for d in demonstration_ids(lm, task, demos)]
+    sc = dict(analysed=cfg.analysed, progress=progress, batch=cfg.batch)
+
+    def make(seed: int) -> dict[str, Any]:
+        ulm = untrained(lm, seed, cfg.untrained_keep)
+        z = score(ulm, start, q_test, labels, record=True, desc=f"untrained {seed}: ZSL test", **sc)
+        zd = {"logp": z.logp, "out": z.out, "query_scores": z.query_scores}
+        r = _seed_test(ulm, cfg, prefix, examples, len(start), q_test, labels, zd, lr, chosen, progress,
+                       with_lcgd=False)
+        before = lm_loss(ulm, examples)
+        with KVSnapshot(ulm.model):
+            finetune_kv(ulm, examples, lr)
+            after = lm_loss(ulm, examples)
+        keep = ("icl_logp", "ft_logp", "simaou_ft", "simam_before", "simam_after", "kendall_ft")
+        return {k: r[k] for k in keep} | {"zsl_logp": z.logp, "loss_before": before, "loss_after": after}
+
+    per = {u: store.get(f"untrained-{cfg.untrained_keep}-init{u}-seed{chosen}-lr{lr:g}", lambda u=u: make(u))
+           for u in cfg.untrained_seeds}
+    by_query = rows  # the study's rows of the chosen seed, in the order of the test queries (checked)
+    if [r["query_id"] for r in rows] != [int(i) for i in task.split("test")[:len(q_test)]]:
+        raise ValueError("the chosen seed's rows are not the test queries in their order")
+    gold = np.array([task.labels.index(r["gold"]) for r in by_query])
+    trained = {"simaou": np.array([r["simaou_ft"] for r in by_query]),
+               "simam": np.array([r["simam_after"] - r["simam_before"] for r in by_query]),
+               "kendall": np.array([r["kendall_ft"] for r in by_query]),
+               **{k: np.array([task.labels.index(r[f"{k}_pred"]) for r in by_query]) for k in ("zsl", "icl", "ft")}}
+    unt = {u: _per_query(r, r["zsl_logp"]) for u, r in per.items()}
+    n_q = len(gold)
+    every = np.arange(n_q)
+    summary: dict[str, Any] = {}
+    for m in UNTRAINED:
+        t = _value(trained, gold, m, every)
+        us = [_value(q, gold, m, every) for q in unt.values()]
+        summary[f"{m}_trained"], summary[f"{m}_untrained"] = t, float(np.mean(us))
+        summary[f"{m}_margin"] = t - float(np.mean(us))
+        summary[f"{m}_untrained_per_seed"] = dict(zip(map(str, per), us))
+    for name, q in (("zsl", "zsl"), ("icl", "icl"), ("ft", "ft")):
+        summary[f"untrained_{name}_accuracy"] = float(np.mean([(unt[u][q] == gold).mean() for u in unt]))
+    summary["untrained_ft_loss"] = {str(u): [float(r["loss_before"]), float(r["loss_after"])] for u, r in per.items()}
+    rng = np.random.default_rng(cfg.metric_seed * 1000 + 7)
+    seeds = list(unt)
+    boot: dict[str, list[float]] = {f"{m}_margin": [] for m in UNTRAINED}
+    for _ in range(cfg.bootstrap):
+        ti = rng.integers(n_q, size=n_q)
+        ui = rng.integers(len(seeds), size=len(seeds))
+        for m in UNTRAINED:
+            t = _value(trained, gold, m, ti)
+            boot[f"{m}_margin"].append(t - float(np.mean([_value(unt[seeds[i]], gold, m, ti) for i in ui])))
+    out_rows = []
+    for u, q in unt.items():
+        for j in range(n_q):
+            out_rows.append({"dataset": task.name, "init_seed": u, "keep": cfg.untrained_keep, "demo_seed": chosen,
+                             "query_id": by_query[j]["query_id"], "gold": task.labels[gold[j]]}
+                            | {f"{k}_pred": task.labels[q[k][j]] for k in ("zsl", "icl", "ft")}
+                            | {m: float(q[m][j]) for m in ("simaou", "simam", "kendall")})
+    return summary, boot, out_rows
+
+
+def label_probabilities(logp: torch.Tensor) -> np.ndarray:
+    """(..., C) label log-probabilities -> probabilities renormalised over the labels."""
+    return torch.softmax(logp.double(), -1).numpy()
+
+
+def spread(probs: np.ndarray) -> np.ndarray:
+    """(O, Q, C) probabilities over orders -> (Q,) the standard deviation over orders, averaged over labels."""
+    return probs.std(0, ddof=1).mean(-1)
+
+
+def orders_of(n: int, count: int, seed: int) -> list[np.ndarray]:
+    """`count` distinct orders of n demonstrations: the given order first, then random permutations (drawn
+    again where one repeats an earlier order); a ValueError where n! < count."""
+    if math.factorial(n) < count:
+        raise ValueError(f"{count} distinct orders of {n} demonstrations do not exist (n! = {math.factorial(n)})")
+    rng = np.random.default_rng(seed)
+    out = [np.arange(n)]
+    while len(out) < count:
+        p = rng.permutation(n)
+        if not any(np.array_equal(p, q) for q in out):
+            out.append(p)
+    return out
+
+
+def order_study(lm, task, cfg, store, *, demos, chosen: int, lr: float, q_test, labels, start, progress: bool
+                ) -> tuple[dict[str, Any], dict[str, list[float]], list[dict[str, Any]]]:
+    n_q = min(cfg.order_queries, len(q_test))
+    queries = q_test[:n_q]
+    gold = np.array([task.label_index(i) for i in task.split("test")[:n_q]])
+    perms = orders_of(len(demos), cfg.orders, cfg.metric_seed * 1000 + chosen)
+    sc = dict(analysed=cfg.analysed, progress=progress, batch=cfg.batch)
+
+    def make(perm: np.ndarray, i: int) -> dict[str, Any]:
+        ordered = [demos[k] for k in perm]
+        examples = [start + d for d in demonstration_ids(lm, task, ordered)]
+        out = {"perm": torch.from_numpy(np.asarray(perm)),
+               "icl": score(lm, build_prefix(lm, task, ordered, cfg.start), queries, labels,
+                            desc=f"order {i}: ICL", **sc).logp}
+        for name, batch in (("sgd", "example"), ("gd", "full")):
+            with KVSnapshot(lm.model):
+                finetune_kv(lm, examples, lr, batch=batch)
+                out[name] = score(lm, start, queries, labels, desc=f"order {i}: {name.upper()}", **sc).logp
+        return out
+
+    per = [store.get(f"order{i}-{fingerprint(str(p.tolist()))}-seed{chosen}-lr{lr:g}-q{n_q}", lambda p=p, i=i: make(p, i))
+           for i, p in enumerate(perms)]
+    probs = {k: np.stack([label_probabilities(r[k]) for r in per]) for k in ORDER_LEARNERS}  # (O, Q, C)
+    sp = {k: spread(p) for k, p in probs.items()}  # (Q,)
+    summary: dict[str, Any] = {"order_n": len(perms), "order_queries": n_q}
+
+    def derived(idx: np.ndarray) -> dict[str, float]:
+        s = {k: float(sp[k][idx].mean()) for k in ORDER_LEARNERS}
+        return {"order_icl_spread": s["icl"], "order_sgd_spread": s["sgd"], "order_gd_spread": s["gd"],
+                "order_icl_minus_gd": s["icl"] - s["gd"],
+                "order_icl_over_sgd": s["icl"] / s["sgd"] if s["sgd"] > 0 else float("nan")}
+
+    summary |= derived(np.arange(n_q))
+    summary["order_spread_per_query"] = {k: [round(float(v), 6) for v in sp[k]] for k in ORDER_LEARNERS}
+    for k, p in probs.items():
+        pred = p.argmax(-1)  # (O, Q)
+        acc = (pred == gold).mean(1)
+        summary[f"order_{k}_accuracy_mean"], summary[f"order_{k}_accuracy_std"] = float(acc.mean()), float(acc.std(ddof=1))
+        summary[f"order_{k}_flips"] = float((pred != pred[0]).any(0).mean())  # queries whose prediction an order changes
+    brng = np.random.default_rng(cfg.metric_seed * 1000 + 11)
+    boot: dict[str, list[float]] = {k: [] for k in ("order_icl_minus_gd", "order_icl_over_sgd", "order_gd_spread")}
+    for _ in range(cfg.bootstrap):
+        d = derived(brng.integers(n_q, size=n_q))
+        for k in boot:
+            boot[k].append(d[k])
+    out_rows = [{"dataset": task.name, "demo_seed": chosen, "order": i, "learner": k, "query_id": int(qid),
+                 "gold": task.labels[gold[j]], "pred": task.labels[int(probs[k][i, j].argmax())],
+                 "p_gold": float(probs[k][i, j, gold[j]])}
+                for k in ORDER_LEARNERS for i in range(len(perms)) for j, qid in enumerate(task.split("test")[:n_q])]
+    return summary, boot, out_rows
+
+
