@@ -123,8 +123,8 @@ def test_dai_suite_measures_every_claim(dai_smoke):
 
 
 def test_dai_controls_recomputed_from_their_tables(dai_smoke):
-    """The untrained control's SimAOU margin and the order study's spreads and flips, recomputed from
-    untrained.parquet, queries.parquet and orders.parquet."""
+    """The untrained control's SimAOU margin, LCGD's margin and accuracy, and the order study's flips,
+    recomputed from untrained.parquet, lcgd.parquet, queries.parquet and orders.parquet."""
     import pandas as pd
 
     from icgd.sources.dai.controls import spread
@@ -138,6 +138,9 @@ def test_dai_controls_recomputed_from_their_tables(dai_smoke):
     untrained = u.groupby("init_seed").simaou.mean().mean()
     assert results["bbc-news.simaou_margin"] == pytest.approx(trained - untrained, abs=1e-9)
     assert set(u.query_id) == set(q.query_id) and (u.demo_seed == results["bbc-news.chosen_seed"]).all()
+    lcgd = pd.read_parquet(run / "lcgd.parquet")
+    assert results["bbc-news.simaou_lcgd_minus_ft"] == pytest.approx(lcgd.simaou_lcgd.mean() - trained, abs=1e-9)
+    assert results["bbc-news.lcgd_accuracy"] == pytest.approx(lcgd.lcgd_correct.mean())
     o = pd.read_parquet(run / "orders.parquet")
     assert sorted(o.learner.unique()) == ["gd", "icl", "sgd"] and o.order.nunique() == results["bbc-news.order_n"]
     for learner in ("icl", "sgd", "gd"):

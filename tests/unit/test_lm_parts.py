@@ -306,7 +306,7 @@ def test_bootstrap_resamples_seeds_and_queries():
     for s in (0, 1):
         for j in range(20):
             rows.append({"demo_seed": s, "query_id": j, "zsl_correct": j % 2 == 0, "icl_correct": bool(icl[s][j]),
-                         "ft_correct": True, "lcgd_correct": True} | {m: float(s) for m in MEASURES})
+                         "ft_correct": True} | {m: float(s) for m in MEASURES})
     val = {0: np.array([0, 0, 1, 0] * 5, bool), 1: np.array([1, 1, 0, 1] * 5, bool)}
     b = bootstrap(rows, val, 400, seed=0)
     assert set(b) == set(BOOTSTRAPPED) and all(len(v) == 400 for v in b.values())

@@ -73,7 +73,7 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
     ctx.result("model", model)
     ctx.result("config", cfg.model_dump(mode="json"))
     ctx.result(DATASETS, [t.name for t in tasks])
-    queries, layers, summaries, selection, untrained, orders = [], [], [], [], [], []
+    queries, layers, summaries, selection, untrained, lcgd, orders = [], [], [], [], [], [], []
     for task in tasks:
         name = task.name
         r = compare(lm, task, cfg, cache=ctx.cache / f"dai-{model.replace('/', '_')}", progress=not ctx.quiet)
@@ -81,6 +81,7 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
         layers += r["layers"]
         selection += r["lr_selection"]
         untrained += r["untrained"]
+        lcgd += r["lcgd"]
         orders += r["orders"]
         summaries.append(r["summary"])
         for k, v in r["summary"].items():
@@ -99,7 +100,7 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
             boot[MEAN.format(key=key)] = np.mean([s["bootstrap"][key] for s in kept], axis=0).tolist()
     ctx.result(BOOTSTRAP, {k: [round(x, 6) for x in v] for k, v in boot.items()})
     for name, rows in (("queries", queries), ("layers", layers), ("lr_selection", selection),
-                       ("untrained", untrained), ("orders", orders)):
+                       ("untrained", untrained), ("lcgd", lcgd), ("orders", orders)):
         if not rows:
             continue
         with atomic_path(ctx.out / f"{name}.parquet") as tmp:
@@ -229,10 +230,12 @@ def _report(ctx: ExperimentContext, model: str, summaries: list[dict[str, Any]])
             ctx.report(f"{d}: the untrained control (Deutch et al.): trained vs untrained model, same prompts and FT rate",
                        f"{per}; the untrained model's accuracy: ZSL {s['untrained_zsl_accuracy']:.3f}, ICL "
                        f"{s['untrained_icl_accuracy']:.3f}, FT {s['untrained_ft_accuracy']:.3f}")
-        ctx.report(f"{d}: layer-causal GD (Deutch et al.): ICL vs LCGD beside ICL vs FT",
-                   f"SimAOU {pm(s, 'simaou_lcgd')} vs FT {s['simaou_ft']:.3f}; SimAM {pm(s, 'simam_lcgd')} vs FT "
-                   f"{s['simam_after']:.3f}; Kendall {pm(s, 'kendall_lcgd')} vs FT {s['kendall_ft']:.3f}; LCGD "
-                   f"accuracy {pm(s, 'lcgd_accuracy')}")
+        if "simaou_lcgd" in s:
+            ctx.report(f"{d}: layer-causal GD (Deutch et al.): ICL vs LCGD beside ICL vs FT, chosen seed",
+                       f"SimAOU {s['simaou_lcgd']:.3f} vs FT {s['simaou_ft']:.3f} (margin {s['simaou_lcgd_minus_ft']:+.3f}); "
+                       f"SimAM after {s['simam_lcgd']:.3f} vs FT {s['simam_after']:.3f}; Kendall {s['kendall_lcgd']:.3f} "
+                       f"vs FT {s['kendall_ft']:.3f}; accuracy LCGD {s['lcgd_accuracy']:.3f}, FT {s['ft_accuracy']:.3f}; "
+                       f"the model's loss on the demonstrations before -> after LCGD {s['lcgd_loss'][0]:.3g} -> {s['lcgd_loss'][1]:.3g}")
         if "order_icl_spread" in s:
             ctx.report(f"{d}: the order of the demonstrations (Shen et al.)",
                        f"{s['order_n']} orders, {s['order_queries']} queries; spread of the label probabilities: ICL "

@@ -4,12 +4,13 @@
 #: ("mean.{key}"), the chosen demonstration seed's numbers
 KEYS = ("zsl_accuracy", "icl_accuracy", "ft_accuracy", "rec2ftp", "simaou_ft", "simaou_random",
         "simaou_random_normal", "simam_before", "simam_after", "kendall_ft", "kendall_random",
-        "kendall_ft_example", "kendall_random_example", "lcgd_accuracy", "simaou_lcgd", "simam_lcgd", "kendall_lcgd")
-#: the critics' controls (`icgd.sources.dai.controls`), with bootstrap replicates like KEYS: each measure's
-#: margin trained - untrained model ("{measure}_margin"), and the order study's ICL spread minus full-batch
-#: GD's, ICL's spread over one-pass SGD's, and full-batch GD's spread; absent where a control is off
-CONTROL_KEYS = ("simaou_margin", "simam_margin", "kendall_margin", "rec2ftp_margin", "order_icl_minus_gd",
-                "order_icl_over_sgd", "order_gd_spread")
+        "kendall_ft_example", "kendall_random_example")
+#: the critics' controls (`icgd.sources.dai.controls`), on the chosen seed's demonstrations, with bootstrap
+#: replicates like KEYS: each measure's margin trained - untrained model ("{measure}_margin"); SimAOU (ICL,
+#: LCGD) minus SimAOU (ICL, FT); the order study's ICL spread minus full-batch GD's, ICL's spread over
+#: one-pass SGD's, and full-batch GD's spread. Absent where a control is off
+CONTROL_KEYS = ("simaou_margin", "simam_margin", "kendall_margin", "rec2ftp_margin", "simaou_lcgd_minus_ft",
+                "order_icl_minus_gd", "order_icl_over_sgd", "order_gd_spread")
 #: the mean over the data sets where the premise holds (`PREMISE_KEPT`); absent where it holds on none
 MEAN = "mean.{key}"
 DATASET = "{dataset}.{key}"

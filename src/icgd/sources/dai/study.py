@@ -73,10 +73,10 @@ class DaiConfig(BaseModel):
     metric_seed: int = 0
     bootstrap: int = Field(1000, ge=0)
     batch: int = Field(8, ge=1, le=256)
-    #: the critics' controls (`icgd.sources.dai.controls`): init seeds of the untrained model (empty: no
-    #: untrained control) and what it keeps of the trained one (`icgd.lm.models.UNTRAINED_KEEP`); layer-causal
-    #: GD beside FT for every seed; orders of the chosen seed's demonstrations (0: none) on the first
-    #: order_queries test queries
+    #: the critics' controls (`icgd.sources.dai.controls`), on the chosen seed's demonstrations: init seeds
+    #: of the untrained model (empty: no untrained control) and what it keeps of the trained one
+    #: (`icgd.lm.models.UNTRAINED_KEEP`); layer-causal GD beside FT; orders of the demonstrations (0: none)
+    #: on the first order_queries test queries
     untrained_seeds: tuple[int, ...] = (0, 1)
     untrained_keep: Literal["none", "io"] = "none"
     lcgd: bool = True
@@ -116,10 +116,7 @@ class DaiConfig(BaseModel):
 #: the authors' baseline (a uniform [0, 1) update, LMOps compute_sim.py:144-150), simaou_random_normal the
 #: zero-mean one of our reading of the text
 MEASURES = ("simaou_ft", "simaou_random", "simaou_random_normal", "simam_before", "simam_after",
-            "kendall_ft", "kendall_random", "kendall_ft_example", "kendall_random_example",
-            "simaou_lcgd", "simam_lcgd", "kendall_lcgd")
-#: the measures of ICL against layer-causal GD (NaN where DaiConfig.lcgd is off)
-LCGD_MEASURES = ("simaou_lcgd", "simam_lcgd", "kendall_lcgd")
+            "kendall_ft", "kendall_random", "kendall_ft_example", "kendall_random_example")
 
 
 class StageCache:
@@ -209,14 +206,13 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
     zsl_pred = zsl["logp"].argmax(-1).numpy()
     for s, r in per_seed.items():
         icl_pred, ft_pred = r["icl_logp"].argmax(-1).numpy(), r["ft_logp"].argmax(-1).numpy()
-        lcgd_pred = r["lcgd_logp"].argmax(-1).numpy() if "lcgd_logp" in r else np.full(len(test), -1)
         for j, qid in enumerate(test):
             g = int(gold_test[j])
             rows.append({"dataset": task.name, "demo_seed": s, "chosen_seed": s == chosen, "query_id": int(qid),
                          "gold": task.labels[g], "zsl_pred": task.labels[zsl_pred[j]],
                          "icl_pred": task.labels[icl_pred[j]], "ft_pred": task.labels[ft_pred[j]],
                          "zsl_correct": bool(zsl_pred[j] == g), "icl_correct": bool(icl_pred[j] == g),
-                         "ft_correct": bool(ft_pred[j] == g), "lcgd_correct": bool(lcgd_pred[j] == g)}
+                         "ft_correct": bool(ft_pred[j] == g)}
                         | {m: float(np.nanmean(r[m][j].numpy())) if torch.isfinite(r[m][j]).any() else float("nan")
                            for m in MEASURES})
         for layer in range(r["simaou_ft"].shape[1]):
@@ -230,11 +226,11 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
     from icgd.sources.dai import controls
 
     ctl = controls.run(lm, task, cfg, store, chosen=chosen, lr=lr_star, rows=[r for r in rows if r["chosen_seed"]],
-                       q_test=q_test, labels=labels, start=start, progress=progress)
+                       q_test=q_test, labels=labels, start=start, zsl=zsl, progress=progress)
     summary |= ctl["summary"]
     summary["bootstrap"] |= ctl["bootstrap"]
     return {"queries": rows, "layers": layer_rows, "summary": summary, "lr_selection": selection,
-            "untrained": ctl["untrained"], "orders": ctl["orders"]}
+            "untrained": ctl["untrained"], "orders": ctl["orders"], "lcgd": ctl["lcgd"]}
 
 
 def select_lr(rows: list[dict[str, Any]], dataset: str) -> float:
@@ -255,9 +251,8 @@ def select_lr(rows: list[dict[str, Any]], dataset: str) -> float:
 
 
 def _seed_test(lm, cfg: DaiConfig, prefix: Prefix, examples: list[list[int]], n_start: int, q_test, labels,
-               zsl: dict[str, Any], lr: float, seed: int, progress: bool, with_lcgd: bool = True) -> dict[str, Any]:
-    """ICL and FT (and LCGD where cfg.lcgd and with_lcgd) of one demonstration seed on the test queries, and the
-    per-query, per-layer measures."""
+               zsl: dict[str, Any], lr: float, seed: int, progress: bool) -> dict[str, Any]:
+    """ICL and FT of one demonstration seed on the test queries, and the per-query, per-layer measures."""
     sc = dict(analysed=cfg.analysed, progress=progress, batch=cfg.batch)
     t0 = time.perf_counter()
     icl = score(lm, prefix, q_test, labels, record=True, desc=f"ICL test, seed {seed}", **sc)
@@ -268,13 +263,6 @@ def _seed_test(lm, cfg: DaiConfig, prefix: Prefix, examples: list[list[int]], n_
         t_ft = time.perf_counter() - t0
         ftz = score(lm, examples[0][:n_start], q_test, labels, record=True, record_queries=cfg.kendall_query,
                     desc=f"FT test, seed {seed}", **sc)
-    lcgd = lcgdz = None
-    if cfg.lcgd and with_lcgd:
-        with KVSnapshot(lm.model):
-            lcgd = finetune_kv(lm, examples, lr, record_from=n_start, progress=progress,
-                               query_point=cfg.kendall_query, layer_causal=True)
-            lcgdz = score(lm, examples[0][:n_start], q_test, labels, record=True, record_queries=cfg.kendall_query,
-                          desc=f"LCGD test, seed {seed}", **sc)
     gen = torch.Generator().manual_seed(cfg.metric_seed * 1000 + seed)
     out: dict[str, Any] = {
         "icl_logp": icl.logp, "ft_logp": ftz.logp, "ft_losses": torch.tensor(ft.losses),
@@ -285,34 +273,23 @@ def _seed_test(lm, cfg: DaiConfig, prefix: Prefix, examples: list[list[int]], n_
         "simam_before": M.simam(icl.query_scores, zsl["query_scores"]),
         "simam_after": M.simam(icl.query_scores, ftz.query_scores)}
     n_q, n_l = icl.logp.shape[0], icl.out.shape[1]
-    nan = torch.full((n_q, n_l), float("nan"), dtype=torch.float64)
-    if lcgd is not None:
-        out |= {"lcgd_logp": lcgdz.logp, "simaou_lcgd": M.simaou(zsl["out"], icl.out, lcgdz.out),
-                "simam_lcgd": M.simam(icl.query_scores, lcgdz.query_scores)}
-    else:
-        out |= {"simaou_lcgd": nan.clone(), "simam_lcgd": nan.clone()}
-    kend = {k: nan.clone() for k in ("kendall_ft", "kendall_random", "kendall_ft_example", "kendall_random_example",
-                                     "kendall_lcgd")}
+    kend = {k: torch.full((n_q, n_l), float("nan"), dtype=torch.float64)
+            for k in ("kendall_ft", "kendall_random", "kendall_ft_example", "kendall_random_example")}
     pos = prefix.demo_positions
     sizes = [b - a for a, b in prefix.spans]
     rng = np.random.default_rng(cfg.metric_seed * 1000 + seed)
-    rng_lcgd = np.random.default_rng(cfg.metric_seed * 1000 + seed)  # its own stream: the FT side's stays as it was
     scale = M.attention_scale(lm.model)
     for j in range(min(cfg.kendall_queries, n_q)):
         k = M.kendall(icl.prefix_scores[j][:, pos], M.ft_attention(ft.queries, ftz.q_last[j], scale), sizes, rng)
         for name, key in (("kendall_ft", "token"), ("kendall_random", "token_random"),
                           ("kendall_ft_example", "example"), ("kendall_random_example", "example_random")):
             kend[name][j] = torch.from_numpy(k[key])
-        if lcgd is not None:
-            k = M.kendall(icl.prefix_scores[j][:, pos], M.ft_attention(lcgd.queries, lcgdz.q_last[j], scale), sizes,
-                          rng_lcgd)
-            kend["kendall_lcgd"][j] = torch.from_numpy(k["token"])
     return out | kend
 
 
 #: what `bootstrap` resamples: the chosen seed's numbers (the source's protocol) and the means over seeds
-BOOTSTRAPPED = ("zsl_accuracy", "icl_accuracy", "ft_accuracy", "lcgd_accuracy", "rec2ftp", *MEASURES,
-                "icl_accuracy_mean", "ft_accuracy_mean")
+BOOTSTRAPPED = ("zsl_accuracy", "icl_accuracy", "ft_accuracy", "rec2ftp", *MEASURES, "icl_accuracy_mean",
+                "ft_accuracy_mean")
 
 
 def bootstrap(rows: list[dict[str, Any]], val_correct: dict[int, np.ndarray], n: int, seed: int = 0
@@ -330,7 +307,7 @@ def bootstrap(rows: list[dict[str, Any]], val_correct: dict[int, np.ndarray], n:
     seeds = sorted(val_correct)
     by = {s: g.sort_values("query_id") for s, g in q.groupby("demo_seed")}
     col = {k: np.stack([by[s][k].to_numpy(dtype=float) for s in seeds]) for k in
-           ("icl_correct", "ft_correct", "lcgd_correct", *MEASURES)}  # (S, Q)
+           ("icl_correct", "ft_correct", *MEASURES)}  # (S, Q)
     zsl = by[seeds[0]].zsl_correct.to_numpy(dtype=bool)
     icl, ft = col["icl_correct"].astype(bool), col["ft_correct"].astype(bool)
     val = np.stack([val_correct[s] for s in seeds]).astype(float)  # (S, V)
@@ -344,7 +321,6 @@ def bootstrap(rows: list[dict[str, Any]], val_correct: dict[int, np.ndarray], n:
         z, i, f = zsl[ti], icl[c, ti], ft[c, ti]
         fixed = f & ~z
         rep = {"zsl_accuracy": z.mean(), "icl_accuracy": i.mean(), "ft_accuracy": f.mean(),
-               "lcgd_accuracy": col["lcgd_correct"][c, ti].mean(),
                "rec2ftp": 100.0 * i[fixed].mean() if fixed.any() else np.nan,
                "icl_accuracy_mean": icl[sd][:, ti].mean(), "ft_accuracy_mean": ft[sd][:, ti].mean()}
         for m in MEASURES:
@@ -377,7 +353,6 @@ def _summary(task: TextTask, cfg: DaiConfig, rows, layer_rows, per_seed, chosen:
     for s, g in q.groupby("demo_seed"):
         rec, n_fixed = M.rec2ftp(g.zsl_correct, g.ft_correct, g.icl_correct)
         vals = {"icl_accuracy": float(g.icl_correct.mean()), "ft_accuracy": float(g.ft_correct.mean()),
-                "lcgd_accuracy": float(g.lcgd_correct.mean()),
                 "rec2ftp": rec, "rec2ftp_denominator": n_fixed}
         # the source's tables: mean over queries per layer, then over layers
         vals |= {m: float(lay[lay.demo_seed == s][m].mean()) for m in MEASURES}
