@@ -166,7 +166,9 @@ def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
                     "commit": str(m.get("commit") or "")[:10] or "-", "device": str(m.get("device") or "-")}
                    for m in models],
         "origins": ", ".join(f"{n} from the {o}" if o in ("store", "cache") else f"{n} {o}"
-                             for o, n in sorted(origins.items())) or "none used",
+                             for o, n in sorted(origins.items()))
+                   or (f"none trained (the pretrained LM {report['model']})"
+                       if report.get("model") else "none used"),
         "n_not_run": len(not_run),
         "not_run": [{"experiment": n["experiment"], "models": ", ".join(n["models"]), "minutes": _num(n["minutes"])}
                     for n in report.get("not_run") or []],
