@@ -174,3 +174,16 @@ def test_control_bars_pass_the_published_numbers_and_fail_a_wrong_learner():
 def test_control_claims_are_untested_where_the_control_did_not_run():
     row = _claim("order-icl-like-sgd").check(_results())
     assert row["verdict"] == "untested" and "was not run" in row["note"], row
+
+
+def test_lcgd_claim_is_untested_where_lcgd_diverged_at_every_rate():
+    from icgd.sources.dai import keys as X
+    from icgd.sources.dai.claims import EXP
+
+    claim = _claim("icl-closer-to-lcgd-than-ft")
+    r = _results(simaou_lcgd_minus_ft=0.2)
+    assert claim.check(r)["verdict"] == "PASS"
+    r[EXP][X.DATASET.format(dataset="d", key="lcgd_converged")] = False
+    row = claim.check(r)
+    assert row["verdict"] == "untested" and "raised the model's loss" in row["note"], row
+    assert controls.lcgd_rates(0.01)[:3] == pytest.approx([0.01, 0.01 / math.sqrt(10), 0.001])

@@ -98,7 +98,7 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
         if all(key in s["bootstrap"] for s in kept):
             ctx.result(MEAN.format(key=key), float(np.mean([s[key] for s in kept])))
             boot[MEAN.format(key=key)] = np.mean([s["bootstrap"][key] for s in kept], axis=0).tolist()
-    ctx.result(BOOTSTRAP, {k: [round(x, 6) for x in v] for k, v in boot.items()})
+    ctx.result(BOOTSTRAP, {k: [float(f"{x:.6g}") for x in v] for k, v in boot.items()})  # 6 digits, also of 1e-7
     for name, rows in (("queries", queries), ("layers", layers), ("lr_selection", selection),
                        ("untrained", untrained), ("lcgd", lcgd), ("orders", orders)):
         if not rows:
@@ -230,6 +230,11 @@ def _report(ctx: ExperimentContext, model: str, summaries: list[dict[str, Any]])
             ctx.report(f"{d}: the untrained control (Deutch et al.): trained vs untrained model, same prompts and FT rate",
                        f"{per}; the untrained model's accuracy: ZSL {s['untrained_zsl_accuracy']:.3f}, ICL "
                        f"{s['untrained_icl_accuracy']:.3f}, FT {s['untrained_ft_accuracy']:.3f}")
+        if "lcgd_rates" in s:
+            rates = ", ".join(f"{t['lr']:.3g}: {t['loss_before']:.3g} -> {t['loss_after']:.3g}" for t in s["lcgd_rates"])
+            ctx.report(f"{d}: layer-causal GD's rate: the largest, from FT's down, that lowers the model's loss on the "
+                       "demonstrations", f"tried (loss before -> after): {rates}; "
+                       + (f"chosen {s['lcgd_lr']:.3g}" if s["lcgd_converged"] else "**none converged: LCGD is left out**"))
         if "simaou_lcgd" in s:
             ctx.report(f"{d}: layer-causal GD (Deutch et al.): ICL vs LCGD beside ICL vs FT, chosen seed",
                        f"SimAOU {s['simaou_lcgd']:.3f} vs FT {s['simaou_ft']:.3f} (margin {s['simaou_lcgd_minus_ft']:+.3f}); "
