@@ -66,13 +66,14 @@ class FTResult:
 
 
 @torch.no_grad()
-def lm_loss(lm, examples: Sequence[list[int]]) -> float:
+def lm_loss(lm, examples: Sequence[list[int]], layer_causal: bool = False) -> float:
     """The loss FT minimises, on the model as it is: the causal-LM loss of each example (averaged over its
-    predicted tokens), averaged over the examples. Before and after FT it tells whether FT converged."""
+    predicted tokens), averaged over the examples. Before and after FT it tells whether FT converged.
+    layer_causal: LCGD's loss instead (the sum over layers of each layer's read-out loss)."""
+    loss_of = _layer_causal_loss if layer_causal else _loss
     total = 0.0
     for ids in examples:
-        x = torch.tensor([ids], device=lm.device)
-        total += float(torch.nn.functional.cross_entropy(lm.model(x).logits[0, :-1].float(), x[0, 1:]))
+        total += float(loss_of(lm.model, torch.tensor([ids], device=lm.device)))
     return total / len(examples)
 
 

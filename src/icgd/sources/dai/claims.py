@@ -47,12 +47,12 @@ def _control(key: str):
 
 
 def _lcgd_margin(r) -> float:
-    """SimAOU (ICL, LCGD) - SimAOU (ICL, FT); untested where LCGD raised the model's loss at every rate tried
+    """SimAOU (ICL, LCGD) - SimAOU (ICL, FT); untested where LCGD raised its own loss at every rate tried
     on a data set where the premise holds (a learner that did not learn is no comparison)."""
     e = r[EXP]
     for d in e[X.PREMISE_KEPT]:
         if e.get(X.DATASET.format(dataset=d, key="lcgd_converged")) is False:
-            raise PremiseNotMet(f"{d}: layer-causal GD raised the model's loss on the demonstrations at every rate "
+            raise PremiseNotMet(f"{d}: layer-causal GD raised its own loss on the demonstrations at every rate "
                                 "tried (the report lists them)")
     return _control("simaou_lcgd_minus_ft")(r)
 
@@ -162,8 +162,8 @@ def _controls() -> list[Claim]:
                why="Deutch et al. find ICL's updates more like those of layer-causal GD (each layer updated from "
                    "its own read-out, as information flows in a forward pass) than like FT's; any margin counts. "
                    "On the chosen seed's demonstrations, at the largest rate from FT's down at which LCGD lowers "
-                   "the model's loss on them (Deutch et al. take FT's rate; a rate at which it diverges compares "
-                   "ICL with a broken model); the interval resamples the test queries"),
+                   "its own loss on them (Deutch et al. take FT's rate; a rate at which LCGD diverges compares ICL "
+                   "with a learner that did not learn); the interval resamples the test queries"),
         _claim(id="order-icl-sensitive", source="Shen et al. 2024", experiment=EXP,
                claim="spread over demonstration orders of ICL's label probabilities minus that of full-batch GD "
                      "on the same demonstrations",

@@ -231,9 +231,10 @@ def _report(ctx: ExperimentContext, model: str, summaries: list[dict[str, Any]])
                        f"{per}; the untrained model's accuracy: ZSL {s['untrained_zsl_accuracy']:.3f}, ICL "
                        f"{s['untrained_icl_accuracy']:.3f}, FT {s['untrained_ft_accuracy']:.3f}")
         if "lcgd_rates" in s:
-            rates = ", ".join(f"{t['lr']:.3g}: {t['loss_before']:.3g} -> {t['loss_after']:.3g}" for t in s["lcgd_rates"])
-            ctx.report(f"{d}: layer-causal GD's rate: the largest, from FT's down, that lowers the model's loss on the "
-                       "demonstrations", f"tried (loss before -> after): {rates}; "
+            rates = ", ".join(f"{t['lr']:.3g}: {t['lcgd_loss_before']:.3g} -> {t['lcgd_loss_after']:.3g} (model's "
+                              f"{t['loss_before']:.3g} -> {t['loss_after']:.3g})" for t in s["lcgd_rates"])
+            ctx.report(f"{d}: layer-causal GD's rate: the largest, from FT's down, that lowers LCGD's loss on the "
+                       "demonstrations", f"tried (LCGD's loss, summed over layers, before -> after): {rates}; "
                        + (f"chosen {s['lcgd_lr']:.3g}" if s["lcgd_converged"] else "**none converged: LCGD is left out**"))
         if "simaou_lcgd" in s:
             ctx.report(f"{d}: layer-causal GD (Deutch et al.): ICL vs LCGD beside ICL vs FT, chosen seed",
