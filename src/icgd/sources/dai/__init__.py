@@ -5,7 +5,7 @@ its experiment on import.
 
 | module | experiment | tables |
 |---|---|---|
-| `icl_vs_ft` | dai-icl-vs-ft | ZSL, ICL and K/V finetuning on the same queries: accuracy, Rec2FTP, SimAOU, SimAM, Kendall (Tables 2-5) |
+| `icl_vs_ft` | dai-icl-vs-ft | ZSL, ICL and K/V finetuning on the same queries: accuracy, Rec2FTP, SimAOU, SimAM, Kendall (Tables 2-5), and the critics' controls (`controls`: the untrained model, layer-causal GD, the order of the demonstrations) |
 | `premise` | dai-premise | ZSL vs ICL accuracy over demonstration seeds, per model and data set: which model learns in context (Table 1's premise) |
 
 `study` is the whole comparison of one model on one data set (`compare`), `premise_study` the premise alone;

@@ -2,7 +2,9 @@
 demonstrations, on the same test queries, for each data set (`icgd.sources.dai.study`): accuracies with the
 spread over demonstration seeds, Rec2FTP, SimAOU, SimAM and Kendall per layer (Tables 2-5), per-query and
 per-layer tables and the FT learning-rate selection (`lr_selection.parquet`: dataset, seed, lr, loss_before,
-loss_after, validation_accuracy, converged, chosen), a per-layer figure per data set: `dai-icl-vs-ft`."""
+loss_after, validation_accuracy, converged, chosen), a per-layer figure per data set, and the critics' controls
+(`icgd.sources.dai.controls`: `untrained.parquet`, `lcgd.parquet`, `orders.parquet`, `controls_<data>.png`):
+`dai-icl-vs-ft`."""
 
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ def dai_config(ctx: ExperimentContext):
 
 
 @register("dai-icl-vs-ft", "ZSL vs ICL vs K/V finetuning on the same queries: accuracy, Rec2FTP, SimAOU, "
-          "SimAM, Kendall (Tables 2-5)", SOURCE, quick_minutes=8, full_minutes=120)
+          "SimAM, Kendall (Tables 2-5), and the critics' controls", SOURCE, quick_minutes=30, full_minutes=180)
 def icl_vs_ft(ctx: ExperimentContext) -> None:
     import pandas as pd
 
@@ -158,8 +160,9 @@ def _layer_figure(ctx: ExperimentContext, name: str, lay) -> None:
 
 
 def _controls_figure(ctx: ExperimentContext, name: str, s: dict[str, Any]) -> None:
-    """The critics' controls of one data set: each measure on the trained model and on the untrained ones
-    (one dot per init seed), and each learner's spread over demonstration orders (one dot per query)."""
+    """The critics' controls of one data set: each measure on the trained model (against FT and against
+    LCGD) and on the untrained ones (one dot per init seed), and each learner's spread over demonstration
+    orders (one dot per query)."""
     from icgd.sources.dai.controls import ORDER_LEARNERS
 
     have_untrained, have_orders = "simaou_untrained_per_seed" in s, "order_spread_per_query" in s
@@ -175,6 +178,9 @@ def _controls_figure(ctx: ExperimentContext, name: str, s: dict[str, Any]) -> No
             seeds = list(s[f"{m}_untrained_per_seed"].values())
             a.plot([i + 0.12] * len(seeds), seeds, "o", mfc="none", color="#d62728",
                    label=f"untrained ({len(seeds)} init seeds)" if i == 0 else None)
+            if f"{m}_lcgd" in s:  # ICL against layer-causal GD, trained model
+                lcgd = s[f"{m}_lcgd"] - (s["simam_before"] if m == "simam" else 0.0)
+                a.plot([i], [lcgd], "^", color="#2ca02c", label="trained, against LCGD" if i == 0 else None)
         a.axhline(0, color="0.6", lw=0.6)
         a.set_xticks(range(3), ["SimAOU", "SimAM\nafter - before", "Kendall"])
         a.set_xlim(-0.6, 2.6)
