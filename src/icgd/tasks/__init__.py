@@ -12,6 +12,7 @@ from icgd.core.registry import Registry
 from icgd.tasks.bursty import BurstyFewShot
 from icgd.tasks.categorical import CategoricalQuadrants
 from icgd.tasks.fewshot import FewShotFeatures
+from icgd.tasks.gaussian import GaussianRegression
 from icgd.tasks.linear import LinearRegression
 from icgd.tasks.recall import AssociativeRecall
 from icgd.tasks.sine import SineRegression
@@ -20,7 +21,8 @@ from icgd.tasks.text import TextLM
 #: task kinds by the name a config gives as `task.kind`; the first is the default
 TASKS: Registry[type] = Registry("task kind", {
     "linear": LinearRegression, "sine": SineRegression, "categorical": CategoricalQuadrants,
-    "fewshot": FewShotFeatures, "text": TextLM, "recall": AssociativeRecall, "bursty": BurstyFewShot})
+    "fewshot": FewShotFeatures, "text": TextLM, "recall": AssociativeRecall, "bursty": BurstyFewShot,
+    "gaussian": GaussianRegression})
 
 _listeners: list[Callable[[], None]] = []
 
@@ -57,5 +59,5 @@ def get_task(kind: str) -> type:
 
 
 __all__ = ["TASKS", "AssociativeRecall", "BurstyFewShot", "CategoricalQuadrants", "FewShotFeatures",
-           "LinearRegression", "SineRegression", "TextLM", "get_task", "on_task_change", "register_task",
+           "GaussianRegression", "LinearRegression", "SineRegression", "TextLM", "get_task", "on_task_change", "register_task",
            "unregister_task"]

@@ -1,0 +1,85 @@
+"""In-context linear regression on Gaussian covariates with a chosen covariance (the set-up of the
+preconditioned-GD theory: Ahn et al. 2023, Zhang, Frei and Bartlett 2024; and, with label noise, Akyuerek
+et al. 2023): x ~ N(0, Sigma), teacher w ~ teacher_mean + teacher_scale * N(0, I), y = w x + noise.
+
+A kind of its own (`kind: gaussian`), a variant of `linear` (the same tokens), so that source 000's
+`LinearRegression` and the fingerprints of the models trained on it are untouched.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from icgd.core.episodes import Episodes
+from icgd.tasks.base import SquaredErrorObjective, draw_device, moved
+
+
+class GaussianRegression(SquaredErrorObjective, BaseModel):
+    """Linear regression with x ~ N(0, Sigma).
+
+    Sigma = U diag(lambda) U^T: eigenvalues from 1 down to 1 / condition (geometric or linear steps),
+    scaled so that tr(Sigma) = dx (the isotropic case, condition 1, is Sigma = I); U the identity
+    (rotation_seed None) or a uniformly random rotation drawn from rotation_seed (fixed for the distribution,
+    whatever generator samples the tasks). Teacher (Dy, Dx): teacher_mean + teacher_scale * N(0, 1) per entry.
+    Targets: y = W x + noise_std * N(0, 1).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    sync_free_sampling: ClassVar[bool] = True
+    variant_of: ClassVar[str | None] = "linear"
+
+    kind: Literal["gaussian"] = "gaussian"
+    dx: int = Field(10, ge=1, description="input dimension Dx")
+    dy: int = Field(1, ge=1, description="output dimension Dy")
+    n_context: int = Field(10, ge=1, description="context points per task N")
+    n_queries: int = Field(1, ge=1, description="query points per task Q")
+    condition: float = Field(1.0, ge=1.0, description="largest / smallest eigenvalue of Sigma")
+    spectrum: Literal["geometric", "linear"] = "geometric"
+    rotation_seed: int | None = Field(None, ge=0, description="seed of Sigma's random eigenbasis (None: the axes)")
+    teacher_scale: float = Field(1.0, gt=0, description="std of each teacher entry")
+    teacher_mean: float = Field(0.0, description="mean of each teacher entry")
+    noise_std: float = Field(0.0, ge=0, description="std of Gaussian label noise")
+
+    def eigenvalues(self) -> torch.Tensor:
+        """Sigma's eigenvalues (dx,), float64, largest first, summing to dx."""
+        t = torch.linspace(0.0, 1.0, self.dx, dtype=torch.float64) if self.dx > 1 else torch.zeros(1, dtype=torch.float64)
+        lam = self.condition ** (-t) if self.spectrum == "geometric" else 1 - t * (1 - 1 / self.condition)
+        return lam * (self.dx / lam.sum())
+
+    def rotation(self) -> torch.Tensor:
+        """U (dx, dx), float64: the identity, or the Q factor (signs fixed) of a Gaussian matrix drawn from
+        rotation_seed on the CPU."""
+        if self.rotation_seed is None:
+            return torch.eye(self.dx, dtype=torch.float64)
+        g = torch.Generator().manual_seed(self.rotation_seed)
+        q, r = torch.linalg.qr(torch.randn(self.dx, self.dx, generator=g, dtype=torch.float64))
+        return q * torch.sign(torch.diagonal(r))
+
+    def covariance(self) -> torch.Tensor:
+        """Sigma (dx, dx), float64."""
+        u = self.rotation()
+        return (u * self.eigenvalues()) @ u.T
+
+    def sample(self, batch: int, generator: torch.Generator | None = None,
+               device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> Episodes:
+        """Sample `batch` tasks, drawn on the generator's device (CPU by default)."""
+        g_dev = draw_device(batch, generator)
+        n, q = self.n_context, self.n_queries
+        factor = (self.rotation() * self.eigenvalues().sqrt()).to(device=g_dev, dtype=dtype)  # Sigma = F F^T
+        x = torch.randn((batch, n + q, self.dx), generator=generator, device=g_dev, dtype=dtype) @ factor.T
+        w = torch.randn((batch, self.dy, self.dx), generator=generator, device=g_dev, dtype=dtype)
+        w = w * self.teacher_scale + self.teacher_mean
+        y = x @ w.transpose(1, 2)
+        if self.noise_std > 0:
+            y = y + self.noise_std * torch.randn(y.shape, generator=generator, device=g_dev, dtype=dtype)
+        ep = Episodes(context_x=x[:, :n], context_y=y[:, :n], query_x=x[:, n:], query_y=y[:, n:], teacher=w)
+        return moved(ep, device, g_dev)
+
+
+def isotropic_step(n_context: int, dx: int) -> float:
+    """The optimal one-step preconditioner's scale for Sigma = I, noiseless, teachers N(0, I): N / (N + d + 1)."""
+    return n_context / (n_context + dx + 1)
+
