@@ -22,7 +22,7 @@ from icgd.learners.tuning import (
     gd_loss_fn,
     line_search,
 )
-from icgd.results.figures import COLORS, label_axes, subplots
+from icgd.results.figures import COLORS, label_axes, legend_below, subplots
 from icgd.sources.blog.deviations import BLOG_DEVIATIONS
 from icgd.sources.blog.keys import (
     ETA_MAX_DIFFERENCE,
@@ -138,5 +138,5 @@ def eta(ctx: ExperimentContext) -> None:
     axes[2].set_yscale("log")
     axes[2].set_ylabel("seconds (median)")
     axes[2].set_title(f"time on {n_tasks} tasks")
-    axes[2].legend(fontsize=7, loc="center")
+    legend_below(axes[2], ncol=2)  # the bars fill the panel: a legend inside hid them
     ctx.figure("eta", fig)
