@@ -143,19 +143,31 @@ def _table_row(s: dict[str, Any]) -> dict[str, Any]:
 
 
 def _layer_figure(ctx: ExperimentContext, name: str, lay) -> None:
-    """SimAOU, SimAM and Kendall per layer: mean over demonstration seeds with a +- std band."""
-    fig, axes = subplots(3, width=4.2, height=3.2)
+    """SimAOU, SimAM and Kendall per layer, side by side at the page's width: the median over demonstration
+    seeds with their range (thin lines: each seed, where they split)."""
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = subplots(3, width=2.4, height=2.4)
     x = sorted(lay.layer.unique())
-    for ax, pairs in zip(axes, ((("simaou_ft", "SimAOU (FT)"), ("simaou_random", "SimAOU (random)")),
-                                (("simam_after", "SimAM after FT"), ("simam_before", "SimAM before FT")),
-                                (("kendall_ft", "Kendall (ICL, FT)"), ("kendall_random", "Kendall (ICL, random)")))):
-        for key, label in pairs:
+    n = lay.demo_seed.nunique()
+    for ax, pairs, zero in zip(axes, ((("simaou_ft", "ICL vs FT"), ("simaou_random", "ICL vs random")),
+                                      (("simam_after", "after FT"), ("simam_before", "before FT")),
+                                      (("kendall_ft", "ICL vs FT"), ("kendall_random", "ICL vs random"))),
+                               (True, False, True)):
+        medians = []
+        for key, _ in pairs:
             ys = np.stack([g.sort_values("layer")[key].to_numpy() for _, g in lay.groupby("demo_seed")])
-            band(ax, x, ys, label, None)
-        ax.axhline(0, color="0.6", lw=0.6)
-    label_axes(axes, ["attention output update", "attention to the query", "attention to demonstrations"],
-               ["cosine", "cosine", "Kendall tau"], xlabel="layer")
-    fig.suptitle(f"{name}: ICL vs K/V finetuning, per layer")
+            first = len(ax.get_lines())
+            band(ax, x, ys, key, None)
+            medians.append(ax.get_lines()[first])  # band draws the median first, then any per-seed lines
+        if zero:  # SimAM sits near 1: a zero line would squash it
+            ax.axhline(0, color="0.6", lw=0.6)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
+        ax.legend(medians, [label for _, label in pairs], fontsize=6, loc="best")
+    label_axes(axes, ["SimAOU: output update", "SimAM: attention to query", "Kendall: attention to demos"],
+               ["cosine", "cosine", "Kendall tau"], xlabel="layer", legend=False)
+    fig.suptitle(f"{name}: ICL vs K/V finetuning per layer (median of {n} demonstration seeds; band or thin "
+                 "lines: the seeds)", fontsize=8)
     ctx.figure(f"layers_{name}", fig)
 
 
@@ -184,7 +196,7 @@ def _controls_figure(ctx: ExperimentContext, name: str, s: dict[str, Any]) -> No
         a.axhline(0, color="0.6", lw=0.6)
         a.set_xticks(range(3), ["SimAOU", "SimAM\nafter - before", "Kendall"])
         a.set_xlim(-0.6, 2.6)
-        a.set_ylabel("ICL vs FT, mean over layers")
+        a.set_ylabel("measure, mean over layers")
         a.set_title("trained vs untrained model")
         a.legend(loc="best")
     if have_orders:
