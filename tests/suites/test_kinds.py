@@ -7,9 +7,9 @@ from icgd.claims import SUITES, suite_names
 from icgd.core.verdict import KINDS
 
 #: rows that hold by construction: a correlation with random vectors, one quadratic minimised two ways, a
-#: timing of our own code, measures with no trained model in them
+#: timing of our own code, measures with no trained model in them, full-batch GD's order invariance
 CHECKS = {"kendall-random-near-zero", "simaou-random-near-zero", "eta-matches-line-search", "eta-fast",
-          "curvature-explodes", "ood-gd-degrades", "repeat-undamped-gd"}
+          "curvature-explodes", "ood-gd-degrades", "repeat-undamped-gd", "order-full-batch-invariant"}
 
 
 def test_every_row_has_a_kind_and_the_constructions_are_checks():
