@@ -8,8 +8,8 @@
   trained - untrained says how much of ICL's likeness to FT the training made; its interval resamples the
   test queries (paired) and the init seeds.
 - **Layer-causal GD** (Deutch et al.): `icgd.lm.finetune.finetune_kv(layer_causal=True)` on the chosen
-  seed's demonstrations at the largest rate, from FT's down, at which it lowers its own loss on them (the sum of the layers' read-out losses)
-  (`lcgd_control`), and ICL's SimAOU, SimAM and Kendall against it
+  seed's demonstrations at the largest rate, from FT's down, at which it lowers its own loss on them (the
+  sum of the layers' read-out losses; `lcgd_control`), and ICL's SimAOU, SimAM and Kendall against it
   beside those against FT, per test query; the margin SimAOU (ICL, LCGD) - SimAOU (ICL, FT) resamples the
   queries (paired). Only the chosen seed: reading out every layer through a 262k-word unembedding makes
   LCGD about 20 times as costly as FT on Gemma-3-270M (4 min against 12 s per set of 32 demonstrations
@@ -37,7 +37,7 @@ from icgd.lm import measures as M
 from icgd.lm.finetune import KVSnapshot, finetune_kv, lm_loss
 from icgd.lm.icl import build_prefix, demonstration_ids, score
 
-#: the measures of the untrained control: {name: the per-query measure (None: Rec2FTP, from the correctness)}
+#: the measures of the untrained control (Rec2FTP from the predictions, the others per query and layer)
 UNTRAINED = ("simaou", "simam", "kendall", "rec2ftp")
 #: the learners of the order study
 ORDER_LEARNERS = ("icl", "sgd", "gd")
