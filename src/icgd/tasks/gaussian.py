@@ -8,6 +8,7 @@ A kind of its own (`kind: gaussian`), a variant of `linear` (the same tokens), s
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import ClassVar, Literal
 
 import torch
@@ -63,13 +64,16 @@ class GaussianRegression(SquaredErrorObjective, BaseModel):
         u = self.rotation()
         return (u * self.eigenvalues()) @ u.T
 
+    def factor(self, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        """F (dx, dx) with Sigma = F F^T (U diag(sqrt(lambda))), on `device` in `dtype`."""
+        return _factor(self.dx, self.condition, self.spectrum, self.rotation_seed, torch.device(device), dtype)
+
     def sample(self, batch: int, generator: torch.Generator | None = None,
                device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> Episodes:
         """Sample `batch` tasks, drawn on the generator's device (CPU by default)."""
         g_dev = draw_device(batch, generator)
         n, q = self.n_context, self.n_queries
-        factor = (self.rotation() * self.eigenvalues().sqrt()).to(device=g_dev, dtype=dtype)  # Sigma = F F^T
-        x = torch.randn((batch, n + q, self.dx), generator=generator, device=g_dev, dtype=dtype) @ factor.T
+        x = torch.randn((batch, n + q, self.dx), generator=generator, device=g_dev, dtype=dtype) @ self.factor(g_dev, dtype).T
         w = torch.randn((batch, self.dy, self.dx), generator=generator, device=g_dev, dtype=dtype)
         w = w * self.teacher_scale + self.teacher_mean
         y = x @ w.transpose(1, 2)
@@ -77,6 +81,16 @@ class GaussianRegression(SquaredErrorObjective, BaseModel):
             y = y + self.noise_std * torch.randn(y.shape, generator=generator, device=g_dev, dtype=dtype)
         ep = Episodes(context_x=x[:, :n], context_y=y[:, :n], query_x=x[:, n:], query_y=y[:, n:], teacher=w)
         return moved(ep, device, g_dev)
+
+
+@lru_cache(maxsize=64)
+def _factor(dx: int, condition: float, spectrum: str, rotation_seed: int | None, device: torch.device,
+            dtype: torch.dtype) -> torch.Tensor:
+    """F with Sigma = F F^T, made once per distribution, device and dtype: sampling (every training step)
+    neither redoes the QR nor copies F to the device, which would also break a CUDA graph's capture. Kept
+    outside the task, whose equality is its fields'. Read only: the tensor is shared."""
+    task = GaussianRegression(dx=dx, condition=condition, spectrum=spectrum, rotation_seed=rotation_seed)
+    return (task.rotation() * task.eigenvalues().sqrt()).to(device=device, dtype=dtype)
 
 
 def isotropic_step(n_context: int, dx: int) -> float:

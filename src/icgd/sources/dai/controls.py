@@ -36,6 +36,7 @@ from icgd.core.io import fingerprint
 from icgd.lm import measures as M
 from icgd.lm.finetune import KVSnapshot, finetune_kv, lm_loss
 from icgd.lm.icl import build_prefix, demonstration_ids, score
+from icgd.sources.dai.study import kendall_measures, layer_mean
 
 #: the measures of the untrained control (Rec2FTP from the predictions, the others per query and layer)
 UNTRAINED = ("simaou", "simam", "kendall", "rec2ftp")
@@ -75,18 +76,11 @@ def run(lm, task, cfg, store, *, chosen: int, lr: float, rows: list[dict[str, An
             "orders": order_rows}
 
 
-def _layer_mean(t: torch.Tensor) -> np.ndarray:
-    """(Q, L) per query and layer -> (Q,) the mean over the finite layers (NaN where none is)."""
-    a = t.numpy()
-    n = np.isfinite(a).sum(1)
-    return np.where(n > 0, np.nansum(a, 1) / np.maximum(n, 1), np.nan)
-
-
 def _per_query(r: dict[str, Any], zsl_logp: torch.Tensor) -> dict[str, np.ndarray]:
     """The per-query numbers the control compares (each measure averaged over layers)."""
-    return {"simaou": _layer_mean(r["simaou_ft"]),
-            "simam": _layer_mean(r["simam_after"]) - _layer_mean(r["simam_before"]),
-            "kendall": _layer_mean(r["kendall_ft"]), "zsl": zsl_logp.argmax(-1).numpy(),
+    return {"simaou": layer_mean(r["simaou_ft"]),
+            "simam": layer_mean(r["simam_after"]) - layer_mean(r["simam_before"]),
+            "kendall": layer_mean(r["kendall_ft"]), "zsl": zsl_logp.argmax(-1).numpy(),
             "icl": r["icl_logp"].argmax(-1).numpy(), "ft": r["ft_logp"].argmax(-1).numpy()}
 
 
@@ -113,13 +107,11 @@ def untrained_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, ro
         ulm = untrained(lm, seed, cfg.untrained_keep)
         z = score(ulm, start, q_test, labels, record=True, desc=f"untrained {seed}: ZSL test", **sc)
         zd = {"logp": z.logp, "out": z.out, "query_scores": z.query_scores}
-        r = _seed_test(ulm, cfg, prefix, examples, len(start), q_test, labels, zd, lr, chosen, progress)
         before = lm_loss(ulm, examples)
-        with KVSnapshot(ulm.model):
-            finetune_kv(ulm, examples, lr)
-            after = lm_loss(ulm, examples)
+        r = _seed_test(ulm, cfg, prefix, examples, len(start), q_test, labels, zd, lr, chosen, progress,
+                       loss_after=True)
         keep = ("icl_logp", "ft_logp", "simaou_ft", "simam_before", "simam_after", "kendall_ft")
-        return {k: r[k] for k in keep} | {"zsl_logp": z.logp, "loss_before": before, "loss_after": after}
+        return {k: r[k] for k in keep} | {"zsl_logp": z.logp, "loss_before": before, "loss_after": r["ft_loss_after"]}
 
     per = {u: store.get(f"untrained-{cfg.untrained_keep}-init{u}-seed{chosen}-lr{lr:g}", lambda u=u: make(u))
            for u in cfg.untrained_seeds}
@@ -181,26 +173,23 @@ def lcgd_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, rows, q
     prefix = build_prefix(lm, task, demos, cfg.start)
     examples = [start + d for d in demonstration_ids(lm, task, demos)]
     sc = dict(analysed=cfg.analysed, progress=progress, batch=cfg.batch)
-    icl: list = []  # ICL's recorded test, computed once where a rate's stage is not saved yet
+    # what every rate's stage shares, computed once where a stage is not saved yet: ICL's recorded test and
+    # the losses before LCGD (the model's, LCGD's own)
+    shared: dict[str, Any] = {}
 
     def make(rate: float) -> dict[str, Any]:
-        if not icl:
-            icl.append(score(lm, prefix, q_test, labels, record=True, desc=f"ICL test, seed {chosen}", **sc))
-        i = icl[0]
-        before, own_before = lm_loss(lm, examples), lm_loss(lm, examples, layer_causal=True)
+        if not shared:
+            shared["icl"] = score(lm, prefix, q_test, labels, record=True, desc=f"ICL test, seed {chosen}", **sc)
+            shared["before"] = lm_loss(lm, examples), lm_loss(lm, examples, layer_causal=True)
+        i = shared["icl"]
+        before, own_before = shared["before"]
         with KVSnapshot(lm.model):
             ft = finetune_kv(lm, examples, rate, record_from=len(start), progress=progress,
                              query_point=cfg.kendall_query, layer_causal=True)
             after, own_after = lm_loss(lm, examples), lm_loss(lm, examples, layer_causal=True)
             z = score(lm, start, q_test, labels, record=True, record_queries=cfg.kendall_query,
                       desc=f"LCGD test, seed {chosen}, lr {rate:g}", **sc)
-        n_q, n_l = i.logp.shape[0], i.out.shape[1]
-        kendall = torch.full((n_q, n_l), float("nan"), dtype=torch.float64)
-        pos, sizes = prefix.demo_positions, [b - a for a, b in prefix.spans]
-        rng, scale = np.random.default_rng(cfg.metric_seed * 1000 + chosen), M.attention_scale(lm.model)
-        for j in range(min(cfg.kendall_queries, n_q)):
-            k = M.kendall(i.prefix_scores[j][:, pos], M.ft_attention(ft.queries, z.q_last[j], scale), sizes, rng)
-            kendall[j] = torch.from_numpy(k["token"])
+        kendall = kendall_measures(lm, cfg, prefix, i, ft.queries, z, chosen)["kendall_ft"]
         return {"logp": z.logp, "simaou": M.simaou(zsl["out"], i.out, z.out),
                 "simam": M.simam(i.query_scores, z.query_scores), "kendall": kendall,
                 "loss_before": before, "loss_after": after, "lcgd_loss_before": own_before,
@@ -219,11 +208,11 @@ def lcgd_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, rows, q
                                "lcgd_lr": tried[-1]["lr"] if tried[-1]["converged"] else None}
     if not summary["lcgd_converged"]:
         return summary, {}, []
-    layer_mean = {m: _layer_mean(r[m]) for m in LCGD}
+    means = {m: layer_mean(r[m]) for m in LCGD}
     ft_simaou = np.array([q["simaou_ft"] for q in rows])
     gold = np.array([task.labels.index(q["gold"]) for q in rows])
     pred = r["logp"].argmax(-1).numpy()
-    summary |= {f"{m}_lcgd": float(np.nanmean(layer_mean[m])) for m in LCGD}
+    summary |= {f"{m}_lcgd": float(np.nanmean(means[m])) for m in LCGD}
     summary |= {"lcgd_accuracy": float((pred == gold).mean()),
                 "simaou_lcgd_minus_ft": summary["simaou_lcgd"] - float(np.nanmean(ft_simaou)),
                 "lcgd_loss": [float(r["loss_before"]), float(r["loss_after"])]}
@@ -232,10 +221,10 @@ def lcgd_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, rows, q
     boot = {"simaou_lcgd_minus_ft": []}
     for _ in range(cfg.bootstrap):
         ti = rng.integers(n_q, size=n_q)
-        boot["simaou_lcgd_minus_ft"].append(float(np.nanmean(layer_mean["simaou"][ti]) - np.nanmean(ft_simaou[ti])))
+        boot["simaou_lcgd_minus_ft"].append(float(np.nanmean(means["simaou"][ti]) - np.nanmean(ft_simaou[ti])))
     out_rows = [{"dataset": task.name, "demo_seed": chosen, "lr": summary["lcgd_lr"], "query_id": q["query_id"],
                  "gold": q["gold"], "lcgd_pred": task.labels[pred[j]], "lcgd_correct": bool(pred[j] == gold[j])}
-                | {f"{m}_lcgd": float(layer_mean[m][j]) for m in LCGD} for j, q in enumerate(rows)]
+                | {f"{m}_lcgd": float(means[m][j]) for m in LCGD} for j, q in enumerate(rows)]
     return summary, boot, out_rows
 
 

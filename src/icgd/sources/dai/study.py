@@ -206,6 +206,7 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
     zsl_pred = zsl["logp"].argmax(-1).numpy()
     for s, r in per_seed.items():
         icl_pred, ft_pred = r["icl_logp"].argmax(-1).numpy(), r["ft_logp"].argmax(-1).numpy()
+        means = {m: layer_mean(r[m]) for m in MEASURES}
         for j, qid in enumerate(test):
             g = int(gold_test[j])
             rows.append({"dataset": task.name, "demo_seed": s, "chosen_seed": s == chosen, "query_id": int(qid),
@@ -213,8 +214,7 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
                          "icl_pred": task.labels[icl_pred[j]], "ft_pred": task.labels[ft_pred[j]],
                          "zsl_correct": bool(zsl_pred[j] == g), "icl_correct": bool(icl_pred[j] == g),
                          "ft_correct": bool(ft_pred[j] == g)}
-                        | {m: float(np.nanmean(r[m][j].numpy())) if torch.isfinite(r[m][j]).any() else float("nan")
-                           for m in MEASURES})
+                        | {m: float(means[m][j]) for m in MEASURES})
         for layer in range(r["simaou_ft"].shape[1]):
             layer_rows.append({"dataset": task.name, "demo_seed": s, "chosen_seed": s == chosen, "layer": layer}
                               | {m: float(np.nanmean(r[m][:, layer].numpy())) for m in MEASURES})
@@ -250,9 +250,40 @@ def select_lr(rows: list[dict[str, Any]], dataset: str) -> float:
     return float(best["lr"])
 
 
+def layer_mean(t: torch.Tensor) -> np.ndarray:
+    """(Q, L) per query and layer -> (Q,) the mean over the finite layers (NaN where none is)."""
+    a = t.numpy()
+    n = np.isfinite(a).sum(1)
+    return np.where(n > 0, np.nansum(a, 1) / np.maximum(n, 1), np.nan)
+
+
+#: the Kendall measures (`icgd.lm.measures.kendall`'s keys): token and example level, against FT and random
+KENDALL = (("kendall_ft", "token"), ("kendall_random", "token_random"), ("kendall_ft_example", "example"),
+           ("kendall_random_example", "example_random"))
+
+
+def kendall_measures(lm, cfg: DaiConfig, prefix: Prefix, icl: Scored, ft_queries, ft_scored: Scored, seed: int
+                     ) -> dict[str, torch.Tensor]:
+    """The `KENDALL` measures (Q, L) of ICL's attention to the demonstrations against a finetuned model's
+    dual attention (its training queries `ft_queries`, its recorded test `ft_scored`), for the first
+    cfg.kendall_queries queries (NaN after)."""
+    n_q, n_l = icl.logp.shape[0], icl.out.shape[1]
+    kend = {name: torch.full((n_q, n_l), float("nan"), dtype=torch.float64) for name, _ in KENDALL}
+    pos = prefix.demo_positions
+    sizes = [b - a for a, b in prefix.spans]
+    rng = np.random.default_rng(cfg.metric_seed * 1000 + seed)
+    scale = M.attention_scale(lm.model)
+    for j in range(min(cfg.kendall_queries, n_q)):
+        k = M.kendall(icl.prefix_scores[j][:, pos], M.ft_attention(ft_queries, ft_scored.q_last[j], scale), sizes, rng)
+        for name, key in KENDALL:
+            kend[name][j] = torch.from_numpy(k[key])
+    return kend
+
+
 def _seed_test(lm, cfg: DaiConfig, prefix: Prefix, examples: list[list[int]], n_start: int, q_test, labels,
-               zsl: dict[str, Any], lr: float, seed: int, progress: bool) -> dict[str, Any]:
-    """ICL and FT of one demonstration seed on the test queries, and the per-query, per-layer measures."""
+               zsl: dict[str, Any], lr: float, seed: int, progress: bool, loss_after: bool = False) -> dict[str, Any]:
+    """ICL and FT of one demonstration seed on the test queries, and the per-query, per-layer measures
+    (loss_after: also FT's loss on the demonstrations after it, "ft_loss_after", `lm_loss`)."""
     sc = dict(analysed=cfg.analysed, progress=progress, batch=cfg.batch)
     t0 = time.perf_counter()
     icl = score(lm, prefix, q_test, labels, record=True, desc=f"ICL test, seed {seed}", **sc)
@@ -263,6 +294,7 @@ def _seed_test(lm, cfg: DaiConfig, prefix: Prefix, examples: list[list[int]], n_
         t_ft = time.perf_counter() - t0
         ftz = score(lm, examples[0][:n_start], q_test, labels, record=True, record_queries=cfg.kendall_query,
                     desc=f"FT test, seed {seed}", **sc)
+        after = lm_loss(lm, examples) if loss_after else None
     gen = torch.Generator().manual_seed(cfg.metric_seed * 1000 + seed)
     out: dict[str, Any] = {
         "icl_logp": icl.logp, "ft_logp": ftz.logp, "ft_losses": torch.tensor(ft.losses),
@@ -272,19 +304,9 @@ def _seed_test(lm, cfg: DaiConfig, prefix: Prefix, examples: list[list[int]], n_
         "simaou_random_normal": M.simaou_random(zsl["out"], icl.out, gen, "normal"),
         "simam_before": M.simam(icl.query_scores, zsl["query_scores"]),
         "simam_after": M.simam(icl.query_scores, ftz.query_scores)}
-    n_q, n_l = icl.logp.shape[0], icl.out.shape[1]
-    kend = {k: torch.full((n_q, n_l), float("nan"), dtype=torch.float64)
-            for k in ("kendall_ft", "kendall_random", "kendall_ft_example", "kendall_random_example")}
-    pos = prefix.demo_positions
-    sizes = [b - a for a, b in prefix.spans]
-    rng = np.random.default_rng(cfg.metric_seed * 1000 + seed)
-    scale = M.attention_scale(lm.model)
-    for j in range(min(cfg.kendall_queries, n_q)):
-        k = M.kendall(icl.prefix_scores[j][:, pos], M.ft_attention(ft.queries, ftz.q_last[j], scale), sizes, rng)
-        for name, key in (("kendall_ft", "token"), ("kendall_random", "token_random"),
-                          ("kendall_ft_example", "example"), ("kendall_random_example", "example_random")):
-            kend[name][j] = torch.from_numpy(k[key])
-    return out | kend
+    if after is not None:
+        out["ft_loss_after"] = after
+    return out | kendall_measures(lm, cfg, prefix, icl, ft.queries, ftz, seed)
 
 
 #: what `bootstrap` resamples: the chosen seed's numbers (the source's protocol) and the means over seeds
