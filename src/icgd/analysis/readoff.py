@@ -102,6 +102,21 @@ def implicit_eta(kq: Tensor, pv: Tensor, dx: int, n_context: int) -> float:
     return float(-n_context * pv_r[dx, dx])
 
 
+def implicit_preconditioner(stack: Stack, dx: int, n_context: int) -> Tensor:
+    """The preconditioner P (Dx, Dx) of the one step a trained one-layer, one-output LSA implements,
+    y_q = x_q^T P (1/N) sum_i y_i x_i, through both of the layer's paths that are linear in the context's y:
+
+        P = -N (W_PV[y, y] W_KQ[x, x]^T + W_KQ[y, x]^T W_PV[y, x])
+
+    (the first is Prop. 1's: -eta / N and I give eta I; the second, an outer product, is how a layer whose
+    output reads the context's x carries y through its keys). Terms even in y (y_i^2, x_i x_i^T), which
+    vanish at the optimum on centred tasks, are not read. Needs Dy = 1 (tokens of size Dx + 1)."""
+    kq, pv = products(stack)
+    if kq.shape[0] != dx + 1:
+        raise ValueError(f"implicit_preconditioner reads one-output layers: tokens of size {dx + 1}, got {kq.shape[0]}")
+    return -n_context * (pv[dx, dx] * kq[:dx, :dx].T + torch.outer(kq[dx, :dx], pv[dx, :dx]))
+
+
 def gamma_of(stack: Stack, dx: int) -> float:
     """The GD++ gamma a trained one-head block implements: its x-update is about
     W_PV[x, x] (X X^T) W_KQ[x, x] x = -gamma X X^T x, so gamma = -mean diag(W_PV[x,x]) * mean diag(W_KQ[x,x])."""

@@ -54,14 +54,15 @@ def authors_steps(model: dict[str, Any]) -> int:
 
 
 def train_config(ctx: ExperimentContext, name: str, model: dict[str, Any], steps: tuple[int, int],
-                 lr: float | None = None, input_range: float = 1.0, reference: str = "gd", **extra: Any
-                 ) -> TrainConfig:
+                 lr: float | None = None, input_range: float = 1.0, reference: str = "gd",
+                 task: dict[str, Any] | None = None, **extra: Any) -> TrainConfig:
     """Source 000's code's training set-up (`authors_setup` for the model's depth) for `model`; steps =
-    (quick, full); `lr` overrides the set-up's learning rate, `extra` any top-level key (a dict is merged)."""
+    (quick, full); `lr` overrides the set-up's learning rate, `task` the task (default: source 000's linear
+    regression with inputs U(-input_range, input_range)), `extra` any top-level key (a dict is merged)."""
     n = Size(*steps, smoke=4).of(ctx.mode)
     setup = authors_setup(int(model.get("n_layers", 1)))
     optim = setup["optim"] | ({"lr": lr} if lr is not None else {})
-    raw = {"name": name, "task": {"input_range": input_range}, "model": setup["model"] | model, "optim": optim,
+    raw = {"name": name, "task": {"input_range": input_range} if task is None else task, "model": setup["model"] | model, "optim": optim,
            "steps": n, "seeds": ctx.seeds, "checkpoint_every": 500, "batch_size": setup["batch_size"],
            "data": setup["data"],
            "eval": {"every": eval_every(ctx, n, 40), "n_tasks": size(ctx, CURVE_TASKS), "reference": reference,

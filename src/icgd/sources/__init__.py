@@ -8,6 +8,7 @@ claims read, its claims and the authors' numbers they are calibrated on, and its
 | `categorical` | 002: categorical in-context learning with kernel attention | categorical |
 | `dai` | 003: Dai et al. 2023, ICL as implicit finetuning in pretrained LMs | dai |
 | `momentum` | 003: Dai et al. 2023, momentum attention (sec. 4) | momentum |
+| `theory` | 004: the exact one-layer predictions (Zhang, Frei and Bartlett 2024; Ahn et al. 2023; Mahankali et al. 2024) | theory |
 
 Adding a source is one new package (copy `template/`) and its name in `SOURCES` below; docs/add-a-source.md
 says what to copy and what the conformance tests then check. No source imports another
@@ -16,4 +17,4 @@ says what to copy and what the conformance tests then check. No source imports a
 """
 
 #: the source packages of this repository, in the order the docs number them
-SOURCES = ("oswald", "blog", "categorical", "dai", "momentum", "template")
+SOURCES = ("oswald", "blog", "categorical", "dai", "momentum", "theory", "template")

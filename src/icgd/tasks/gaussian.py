@@ -25,7 +25,7 @@ class GaussianRegression(SquaredErrorObjective, BaseModel):
     scaled so that tr(Sigma) = dx (the isotropic case, condition 1, is Sigma = I); U the identity
     (rotation_seed None) or a uniformly random rotation drawn from rotation_seed (fixed for the distribution,
     whatever generator samples the tasks). Teacher (Dy, Dx): teacher_mean + teacher_scale * N(0, 1) per entry.
-    Targets: y = W x + noise_std * N(0, 1).
+    Targets: y = link(W x) + noise_std * N(0, 1) (`teacher` in the episodes is W, the index direction).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -43,6 +43,9 @@ class GaussianRegression(SquaredErrorObjective, BaseModel):
     teacher_scale: float = Field(1.0, gt=0, description="std of each teacher entry")
     teacher_mean: float = Field(0.0, description="mean of each teacher entry")
     noise_std: float = Field(0.0, ge=0, description="std of Gaussian label noise")
+    link: Literal["identity", "tanh", "relu"] = Field(
+        "identity", description="y = link(W x) + noise: a single-index target, nonlinear in x unless identity "
+                                "(Mahankali et al. 2024's nonlinear responses)")
 
     def eigenvalues(self) -> torch.Tensor:
         """Sigma's eigenvalues (dx,), float64, largest first, summing to dx."""
@@ -76,11 +79,15 @@ class GaussianRegression(SquaredErrorObjective, BaseModel):
         x = torch.randn((batch, n + q, self.dx), generator=generator, device=g_dev, dtype=dtype) @ self.factor(g_dev, dtype).T
         w = torch.randn((batch, self.dy, self.dx), generator=generator, device=g_dev, dtype=dtype)
         w = w * self.teacher_scale + self.teacher_mean
-        y = x @ w.transpose(1, 2)
+        y = _LINKS[self.link](x @ w.transpose(1, 2))
         if self.noise_std > 0:
             y = y + self.noise_std * torch.randn(y.shape, generator=generator, device=g_dev, dtype=dtype)
         ep = Episodes(context_x=x[:, :n], context_y=y[:, :n], query_x=x[:, n:], query_y=y[:, n:], teacher=w)
         return moved(ep, device, g_dev)
+
+
+#: the target's link function by name (`GaussianRegression.link`)
+_LINKS = {"identity": lambda z: z, "tanh": torch.tanh, "relu": torch.relu}
 
 
 @lru_cache(maxsize=64)

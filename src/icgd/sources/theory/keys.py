@@ -1,0 +1,22 @@
+"""The result keys that the claims of the theory suite read (`icgd.sources.theory.claims`)."""
+
+#: theory-preconditioner: each seed's relative Frobenius distance ||P_trained - P*|| / ||P*||, and the median
+PRECOND_DISTANCE_SEEDS = "distance_seeds"
+PRECOND_DISTANCE_MEDIAN = "distance_median"
+#: theory-preconditioner: each seed's loss over the closed form's minus 1, on the same held-out tasks, and the median
+PRECOND_GAP_SEEDS = "loss_gap_seeds"
+PRECOND_GAP_MEDIAN = "loss_gap_median"
+#: every experiment: each seed's held-out loss over the zero predictor's (the premise: the model learnt)
+LEARNT_SEEDS = "loss_over_zero_seeds"
+
+#: theory-isotropic: each seed's largest distance ||P_trained - s I|| / ||s I||, s = N / (N + d + 1), over the
+#: (N, d) settings, and the median over seeds
+ISO_DISTANCE_SEEDS = "distance_seeds"
+ISO_DISTANCE_MEDIAN = "distance_median"
+
+#: theory-nonlinear: each seed's |loss / (one tuned GD step's loss) - 1|, and the median
+NONLIN_GAP_SEEDS = "gd_gap_seeds"
+NONLIN_GAP_MEDIAN = "gd_gap_median"
+#: theory-nonlinear: each seed's distance ||P_trained - eta I|| / ||eta I|| to the tuned GD step, and the median
+NONLIN_DISTANCE_SEEDS = "gd_distance_seeds"
+NONLIN_DISTANCE_MEDIAN = "gd_distance_median"
