@@ -22,7 +22,7 @@ from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.explicit import ZeroPredictor
 from icgd.learners.preconditioned import PreconditionedGD, optimal_preconditioner
 from icgd.learners.tuning import tune_gd
-from icgd.results.figures import COLORS, heatmap, legend_below, subplots
+from icgd.results.figures import COLORS, grid, heatmap, legend_below, subplots
 from icgd.sources.theory import keys as X
 from icgd.tasks import GaussianRegression
 from icgd.train.config import TrainConfig
@@ -155,11 +155,20 @@ def preconditioner(ctx: ExperimentContext) -> None:
                f"{len(stalled)} of {len(spread)} seeds stalled at a rank-one step (second over first singular "
                f"value per seed {', '.join(f'{x:.3f}' for x in spread)}; P*'s "
                f"{float(closed_sv[1] / closed_sv[0]):.3f})")
-    fig, axes = subplots(3, width=2.3, height=2.3)
+    fig, axes = grid(2, 2, width=2.6, height=2.3)
     vmax = float(max(closed.abs().max(), trained[0].abs().max()))
     heatmap(axes[0], closed.numpy(), "closed form P*", vmax)
     heatmap(axes[1], trained[0].numpy(), f"trained, seed {res.config.seeds[0]}", vmax)
     heatmap(axes[2], (trained[0] - closed).numpy(), "trained - P*", vmax)
+    xs = np.arange(len(dists))
+    axes[3].bar(xs, dists, color=COLORS["tf"], label="trained")
+    for (name, p), style in zip(blind.items(), ("--", ":")):
+        axes[3].axhline(relative_distance(p, closed), color=COLORS["gd"], linestyle=style, label=name)
+    axes[3].set_xticks(xs, [str(s) for s in res.config.seeds])
+    axes[3].set_xlabel("seed")
+    axes[3].set_ylabel("||P - P*|| / ||P*||")
+    axes[3].set_title("every seed")
+    axes[3].legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize=6, frameon=False)
     fig.suptitle(f"one LSA layer, x ~ N(0, Sigma), condition {task.condition:g}, N = {n}, d = {d}: "
                  f"distance {dists[0]:.3f}", fontsize=8)
     ctx.figure("preconditioner", fig)
