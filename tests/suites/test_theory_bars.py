@@ -137,3 +137,20 @@ def test_nonlinear_bars_pass_one_gd_step_and_fail_two_steps_zero_and_a_precondit
              for name, p in (("GD", eta * torch.eye(d, dtype=torch.float64)), ("preconditioned", pc))}
     assert {k: _verdict("nonlinear-step-is-scalar-gd", NONLIN, X.NONLIN_DISTANCE_SEEDS, X.NONLIN_DISTANCE_MEDIAN, v)
             for k, v in dists.items()} == {"GD": "PASS", "preconditioned": "FAIL"}, dists
+
+
+def test_results_hold_what_recomputes_the_closed_form(tmp_path):
+    from icgd.cli import main
+
+    assert main(["reproduce", "theory-preconditioner", "--smoke", "--quiet", "--out", str(tmp_path / "run")]) == 0
+    import json
+
+    r = json.loads((tmp_path / "run" / "results.json").read_text())
+    sigma = torch.tensor(r["sigma"], dtype=torch.float64)
+    assert sigma.shape == (5, 5) and r["n_context"] == 20
+    torch.testing.assert_close(torch.tensor(r["gamma_closed_form"], dtype=torch.float64),
+                               optimal_preconditioner(sigma, r["n_context"]))
+    assert len(r["gamma_trained"]) == len(r["distance_seeds"]) == 2
+    for g, dist in zip(r["gamma_trained"], r["distance_seeds"]):
+        closed = torch.tensor(r["gamma_closed_form"], dtype=torch.float64)
+        assert relative_distance(torch.tensor(g, dtype=torch.float64), closed) == dist
