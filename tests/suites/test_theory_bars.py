@@ -99,9 +99,14 @@ def test_a_model_that_learnt_nothing_leaves_the_claims_untested():
     assert ratio == 1.0
     assert _verdict("precond-matches-closed-form", PRECOND, X.PRECOND_DISTANCE_SEEDS, X.PRECOND_DISTANCE_MEDIAN,
                     1.0, learnt=ratio) == "untested"
-    # one seed of three that learnt nothing is enough: the claims read converged models
-    r = {ISO: {X.ISO_DISTANCE_SEEDS: [0.01, 0.01, 0.9], X.ISO_DISTANCE_MEDIAN: 0.01, X.LEARNT_SEEDS: [0.5, 0.5, 0.95]}}
-    assert _claim("iso-step-is-n-over-n-plus-d-plus-1").check(r)["verdict"] == "untested"
+    # a seed that learnt nothing is not read (no evidence either way), and the row counts it
+    r = {ISO: {X.ISO_DISTANCE_SEEDS: [0.01, 0.02, 0.9], X.ISO_DISTANCE_MEDIAN: 0.02, X.LEARNT_SEEDS: [0.5, 0.5, 0.95]}}
+    row = _claim("iso-step-is-n-over-n-plus-d-plus-1").check(r)
+    assert (row["verdict"], row["measured"], row["seeds"]) == ("PASS", 0.015, [0.01, 0.02])
+    assert row["values"] == {"seeds read (learnt)": 2.0, "seeds that learnt nothing": 1.0}
+    # a seed that learnt but stalled short of the optimum is read, and counts against the claim
+    r[ISO][X.LEARNT_SEEDS] = [0.5, 0.5, 0.6]
+    assert _claim("iso-step-is-n-over-n-plus-d-plus-1").check(r)["verdict"] == "inconclusive"
 
 
 def test_iso_bar_fails_the_step_without_the_fourth_moment_term_and_a_unit_step():
