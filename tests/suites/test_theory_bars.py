@@ -159,3 +159,31 @@ def test_results_hold_what_recomputes_the_closed_form(tmp_path):
     for g, dist in zip(r["gamma_trained"], r["distance_seeds"]):
         closed = torch.tensor(r["gamma_closed_form"], dtype=torch.float64)
         assert relative_distance(torch.tensor(g, dtype=torch.float64), closed) == dist
+
+
+def test_ridge_bars_fail_gd_and_ridge_where_each_is_the_wrong_learner():
+    from icgd.learners.explicit import Ridge
+    from icgd.learners.preconditioned import bayes_ridge_alpha
+    from icgd.sources.theory.claims import RIDGE
+    from icgd.sources.theory.ridge import DX, N_CONTEXT, ridge_over_gd, spd
+
+    task = GaussianRegression(dx=DX, n_context=N_CONTEXT, noise_std=1.0)
+    tune = task.sample(4000, make_generator(8), dtype=torch.float64)
+    ev = task.sample(4000, make_generator(9), dtype=torch.float64)
+    scale = float((ev.query_y ** 2).mean())
+    ridge = Ridge(bayes_ridge_alpha(N_CONTEXT, 1.0)).predict(ev)
+
+    def ratio(pred, steps):
+        return ridge_over_gd(spd(pred, ridge, scale), spd(pred, tune_gd(tune, steps).predict(ev), scale))
+
+    deep = {"4 GD steps": ratio(tune_gd(tune, 4).predict(ev), 4), "Bayes ridge": ratio(ridge, 4)}
+    shallow = {"1 GD step": ratio(tune_gd(tune, 1).predict(ev), 1), "Bayes ridge": ratio(ridge, 1)}
+
+    def verdict(cid, seeds_key, learnt_key, v):
+        return _claim(cid).check({RIDGE: {seeds_key: [v], learnt_key: [0.5]}})["verdict"]
+
+    assert {k: verdict("ridge-closer-than-gd-deep-noisy", X.RIDGE_RATIO_DEEP_SEEDS, X.RIDGE_LEARNT_DEEP_SEEDS, v)
+            for k, v in deep.items()} == {"4 GD steps": "FAIL", "Bayes ridge": "PASS"}, deep
+    assert {k: verdict("gd-closer-than-ridge-one-layer-noisy", X.RIDGE_RATIO_SHALLOW_SEEDS,
+                       X.RIDGE_LEARNT_SHALLOW_SEEDS, v)
+            for k, v in shallow.items()} == {"1 GD step": "PASS", "Bayes ridge": "FAIL"}, shallow

@@ -15,7 +15,7 @@ from icgd.claims.base import Claim, PremiseNotMet, suite
 from icgd.sources.theory import keys as X
 from icgd.sources.theory.references import REFERENCES
 
-PRECOND, ISO, NONLIN = "theory-preconditioner", "theory-isotropic", "theory-nonlinear"
+PRECOND, ISO, NONLIN, RIDGE = "theory-preconditioner", "theory-isotropic", "theory-nonlinear", "theory-ridge"
 
 #: the premise: a seed learnt where its held-out loss is below this fraction of the zero predictor's. An untrained layer
 #: predicts about 0 (ratio 1); the optimal one layer reaches 1 - N/(N + d + 1) <= 0.69 at every (N, d) here
@@ -36,14 +36,17 @@ LEARNT = 0.9
 #: - NONLIN_GAP: on tanh targets two tuned GD steps are 24 % below one, the zero predictor 180 % above; 0.02.
 #: - NONLIN_DISTANCE: a preconditioner that is not a multiple of I, as P* of the condition-16 covariance, is
 #:   at 0.5 or more from the closest scalar step; 0.1.
+#: - RIDGE_RATIO: SPD to Bayes ridge over SPD to GD with as many steps as layers; 1 is "as close to one as to
+#:   the other", the definition of the claims' "closer"; GD itself gives infinity, ridge 0.
 PRECOND_DISTANCE, PRECOND_GAP, ISO_DISTANCE, NONLIN_GAP, NONLIN_DISTANCE = 0.1, 0.02, 0.05, 0.02, 0.1
+RIDGE_RATIO = 1.0
 
 
-def _learnt_values(r: dict[str, Any], exp: str, key: str) -> list[float]:
+def _learnt_values(r: dict[str, Any], exp: str, key: str, learnt: str = X.LEARNT_SEEDS) -> list[float]:
     """The values of `key` (one per seed) of the seeds of `exp` that learnt (loss below LEARNT of the zero
     predictor's); PremiseNotMet where none did. A seed that learnt nothing is no evidence either way; a seed
     that learnt but stalled short of the optimum is read, and counts against the claim."""
-    ratios, values = r[exp][X.LEARNT_SEEDS], r[exp][key]
+    ratios, values = r[exp][learnt], r[exp][key]
     kept = [v for v, x in zip(values, ratios) if x < LEARNT]
     if not kept:
         raise PremiseNotMet(f"no seed learnt (loss / zero predictor's {', '.join(f'{x:.3f}' for x in ratios)}, "
@@ -51,24 +54,25 @@ def _learnt_values(r: dict[str, Any], exp: str, key: str) -> list[float]:
     return kept
 
 
-def _median_of_learnt(exp: str, key: str):
+def _median_of_learnt(exp: str, key: str, learnt: str):
     def measure(r: dict[str, Any]) -> float:
-        return float(statistics.median(_learnt_values(r, exp, key)))
+        return float(statistics.median(_learnt_values(r, exp, key, learnt)))
     return measure
 
 
-def _seeds_read(exp: str):
+def _seeds_read(exp: str, learnt: str):
     def values(r: dict[str, Any]) -> dict[str, float]:
-        ratios = r[exp][X.LEARNT_SEEDS]
+        ratios = r[exp][learnt]
         return {"seeds read (learnt)": sum(x < LEARNT for x in ratios), "seeds that learnt nothing":
                 sum(not x < LEARNT for x in ratios)}
     return values
 
 
-def _claim(exp: str, key: str, **kw: Any) -> Claim:
-    """A claim on the median over the seeds of `exp` that learnt of the per-seed values `key`."""
-    return Claim(experiment=exp, measure=_median_of_learnt(exp, key), op="<",
-                 per_seed=lambda r: _learnt_values(r, exp, key), values=_seeds_read(exp), **kw)
+def _claim(exp: str, key: str, learnt: str = X.LEARNT_SEEDS, op: str = "<", **kw: Any) -> Claim:
+    """A claim on the median over the seeds of `exp` that learnt (per-seed key `learnt`) of the per-seed values
+    `key`."""
+    return Claim(experiment=exp, measure=_median_of_learnt(exp, key, learnt), op=op,
+                 per_seed=lambda r: _learnt_values(r, exp, key, learnt), values=_seeds_read(exp, learnt), **kw)
 
 
 @suite("theory", references=REFERENCES)
@@ -107,4 +111,17 @@ def theory() -> list[Claim]:
                threshold=NONLIN_DISTANCE,
                why="0 at the optimum (the minimiser is plain GD); a preconditioner like P* of a condition-16 "
                    "covariance is 0.5 or more from any multiple of I: 0.1"),
+        _claim(RIDGE, X.RIDGE_RATIO_DEEP_SEEDS, X.RIDGE_LEARNT_DEEP_SEEDS, id="ridge-closer-than-gd-deep-noisy",
+               source="Akyuerek et al. 2023",
+               claim="with label noise (std 1) the 4-layer stack's predictions are closer to Bayes ridge than to "
+                     "4 tuned GD steps: SPD to ridge over SPD to GD, median over the seeds that learnt",
+               threshold=RIDGE_RATIO,
+               why="1 is equally close to both; 4 GD steps themselves give infinity, ridge 0"),
+        _claim(RIDGE, X.RIDGE_RATIO_SHALLOW_SEEDS, X.RIDGE_LEARNT_SHALLOW_SEEDS, op=">",
+               id="gd-closer-than-ridge-one-layer-noisy", source="Akyuerek et al. 2023; von Oswald et al. 2023",
+               claim="with label noise (std 1) one layer's predictions are closer to one tuned GD step than to "
+                     "Bayes ridge: SPD to ridge over SPD to GD, median over the seeds that learnt",
+               threshold=RIDGE_RATIO,
+               why="where the move toward ridge starts: 1 is equally close to both; ridge itself gives 0, one GD "
+                   "step infinity"),
     ]

@@ -20,3 +20,12 @@ NONLIN_GAP_MEDIAN = "gd_gap_median"
 #: theory-nonlinear: each seed's distance ||P_trained - eta I|| / ||eta I|| to the tuned GD step, and the median
 NONLIN_DISTANCE_SEEDS = "gd_distance_seeds"
 NONLIN_DISTANCE_MEDIAN = "gd_distance_median"
+
+#: theory-ridge: at the deepest model with noise, each seed's SPD(model, Bayes ridge) / SPD(model, GD with as many
+#: steps as layers), and at one layer with noise the same ratio (SPD: mean squared prediction difference over
+#: the mean squared target)
+RIDGE_RATIO_DEEP_SEEDS = "ridge_over_gd_deep_noisy_seeds"
+RIDGE_RATIO_SHALLOW_SEEDS = "ridge_over_gd_one_layer_noisy_seeds"
+#: theory-ridge: each seed's held-out loss over the zero predictor's, worst over the models a claim reads
+RIDGE_LEARNT_DEEP_SEEDS = "loss_over_zero_deep_noisy_seeds"
+RIDGE_LEARNT_SHALLOW_SEEDS = "loss_over_zero_one_layer_noisy_seeds"

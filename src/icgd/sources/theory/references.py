@@ -11,6 +11,10 @@ ZFB = ("Zhang, Frei and Bartlett 2024 (JMLR), main theorem: one LSA layer traine
 MAHANKALI = ("Mahankali, Hashimoto and Ma 2024 (ICLR): for x ~ N(0, I) the minimiser of the one-layer loss is "
              "one step of GD on the least-squares objective, also for nonlinear responses")
 
+AKYUREK = ("Akyuerek et al. 2023 (ICLR), sec. 4: with depth and noise the trained models' predictions match ridge "
+           "regression's, one-layer models' match one GD step's; a figure of prediction differences, no number "
+           "readable offline")
+
 #: {claim id: Reference}
 REFERENCES: dict[str, Reference] = {
     "precond-matches-closed-form": Reference(0.0, ZFB),
@@ -18,4 +22,6 @@ REFERENCES: dict[str, Reference] = {
     "iso-step-is-n-over-n-plus-d-plus-1": Reference(0.0, ZFB + "; for Sigma = I, P* = N / (N + d + 1) I"),
     "nonlinear-loss-is-one-gd-step": Reference(0.0, MAHANKALI),
     "nonlinear-step-is-scalar-gd": Reference(0.0, MAHANKALI),
+    "ridge-closer-than-gd-deep-noisy": Reference(None, AKYUREK),
+    "gd-closer-than-ridge-one-layer-noisy": Reference(None, AKYUREK),
 }
