@@ -44,3 +44,16 @@ def test_log_axes_get_plain_tick_labels():
     shown = [t for t in labels if t]
     assert shown and not any("times" in t or "10^" in t or "\\mathdefault" in t for t in shown), shown
     assert {"0.2", "0.3", "0.5"} <= set(shown), shown
+
+
+def test_a_log_axis_within_a_factor_of_three_shows_several_numbers():
+    """0.06 to 0.15 holds one tick among 1, 2, 3, 5 times a power of ten (0.1): every tick is labelled there."""
+    fig, (ax,) = subplots(1)
+    ax.plot([0, 1], [0.06, 0.15])
+    ax.set_yscale("log")
+    finish(fig)
+    fig.canvas.draw()
+    lo, hi = ax.get_ylim()
+    shown = {float(t.get_text()) for t in ax.get_yticklabels(minor=True) + ax.get_yticklabels()
+             if t.get_text() and lo <= float(t.get_text()) <= hi}
+    assert len(shown) >= 3, shown

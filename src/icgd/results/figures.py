@@ -113,7 +113,17 @@ def finish(fig) -> None:
             lo, hi = sorted(lim)
             axis.set_major_formatter(plain)
             narrow = lo > 0 and math.log10(hi / lo) < 2.0
-            axis.set_minor_formatter(sparse if narrow else NullFormatter())
+            # within a factor of a few (0.06 to 0.15) the 2-3-5 ticks leave one label or none: label every tick
+            few = narrow and _labelled_ticks(lo, hi, "1235") < 3
+            axis.set_minor_formatter(plain if few else sparse if narrow else NullFormatter())
+
+
+def _labelled_ticks(lo: float, hi: float, leading: str) -> int:
+    """How many of the values k x 10^e with k in `leading` (digits) lie in [lo, hi] (lo > 0)."""
+    count = 0
+    for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
+        count += sum(lo <= int(k) * 10.0 ** e <= hi for k in leading)
+    return count
 
 
 def legend_below(ax, ncol: int = 1) -> None:
