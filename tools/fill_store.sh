@@ -9,6 +9,11 @@
 # second call); commits only zoo/. Run it from a clean checkout: each model records the commit that trained it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# this checkout's code, whatever `icgd` an editable install elsewhere points to (its store and its commit are
+# the ones recorded)
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+python3 -c 'import icgd, pathlib, sys; sys.exit(0 if pathlib.Path(icgd.__file__).resolve().is_relative_to(pathlib.Path("src").resolve()) else 1)' \
+  || { echo "fill_store.sh: icgd is not imported from $PWD/src" >&2; exit 2; }
 [ "$#" -ge 1 ] || { echo "usage: bash tools/fill_store.sh EXP [EXP ...]" >&2; exit 2; }
 cache=runs/fill/_train
 mkdir -p "$cache"
@@ -21,13 +26,15 @@ store_finished() {
     grep -q '"status": "completed"' "$run/summary.json" || continue
     key=$(basename "$run")
     [ -d "zoo/$key" ] && continue
-    icgd store add "$run"
-    git add zoo && git commit -q -m "zoo: $key, trained in full mode by icgd reproduce $exp" -- zoo
+    python3 -m icgd.cli store add "$run"
+    git add zoo
+    git diff --cached --quiet -- zoo && { echo "fill_store.sh: $key was not added to $PWD/zoo" >&2; exit 1; }
+    git commit -q -m "zoo: $key, trained in full mode by icgd reproduce $exp" -- zoo
   done
 }
 
 for exp in "$@"; do
-  icgd reproduce "$exp" --out "runs/fill/$exp" --cache "$cache" --quiet > "runs/fill/$exp.log" 2>&1 &
+  python3 -m icgd.cli reproduce "$exp" --out "runs/fill/$exp" --cache "$cache" --quiet > "runs/fill/$exp.log" 2>&1 &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do sleep 60; store_finished "$exp"; done
   wait "$pid" || { echo "$exp failed: runs/fill/$exp.log" >&2; store_finished "$exp"; exit 1; }
