@@ -19,7 +19,7 @@ from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.explicit import Ridge, ZeroPredictor
 from icgd.learners.preconditioned import bayes_ridge_alpha
 from icgd.learners.tuning import tune_gd
-from icgd.results.figures import COLORS, band, legend_below, subplots
+from icgd.results.figures import COLORS, band, subplots
 from icgd.sources.theory import keys as X
 from icgd.tasks import GaussianRegression
 from icgd.train.config import TrainConfig
@@ -130,7 +130,7 @@ def ridge(ctx: ExperimentContext) -> None:
         ax.set_xticks(list(DEPTHS))
         ax.set_xlabel("layers")
         ax.set_ylabel("SPD / mean y^2")
-        ax.set_title(f"label noise std {noise:g}")
-    legend_below(axes[1])
+        ax.set_title(f"label noise std {noise:g}" + (" (ridge = least squares)" if noise == 0 else ""), fontsize=8)
+    axes[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), fontsize=6, frameon=False)
     fig.suptitle("trained LSA stacks: distance to GD and to ridge", fontsize=8)
     ctx.figure("ridge", fig)
