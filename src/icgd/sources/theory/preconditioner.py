@@ -205,7 +205,7 @@ def isotropic(ctx: ExperimentContext) -> None:
                    label="N / (N + d + 1)" if k == 0 else None)
         ax.scatter([k], [gd.etas[0]], marker="x", s=20, color="black", zorder=4,
                    label="line-searched GD step" if k == 0 else None)
-    seeds = sorted(per_seed)
+    seeds = list(per_seed)  # the runs' seed order, as the losses of each setting
     worst = [max(per_seed[s]) for s in seeds]
     ctx.result("settings", settings)
     ctx.result(X.ISO_DISTANCE_SEEDS, worst)
