@@ -150,10 +150,11 @@ def preconditioner(ctx: ExperimentContext) -> None:
                f"closed form {closed_loss:.4f}, trained {', '.join(f'{x:.4f}' for x in losses)}, tuned GD step "
                f"{gd_loss:.4f}, zero predictor {zero:.4f}")
     closed_sv = torch.linalg.svdvals(closed)
-    stalled = [s for s, sp in zip(res.config.seeds, spread) if sp < 0.01]
+    away = [s for s, dist in zip(res.config.seeds, dists) if dist > 0.1]
+    rank_one = [s for s, sp in zip(res.config.seeds, spread) if sp < 0.01]
     ctx.report("every seed reaches the optimum (gradient flow from a small init converges, Zhang, Frei, Bartlett)",
-               f"{len(stalled)} of {len(spread)} seeds stalled at a rank-one step (second over first singular "
-               f"value per seed {', '.join(f'{x:.3f}' for x in spread)}; P*'s "
+               f"seeds farther than 0.1 from P*: {away or 'none'}; at a rank-one step: {rank_one or 'none'} "
+               f"(second over first singular value per seed {', '.join(f'{x:.3f}' for x in spread)}; P*'s "
                f"{float(closed_sv[1] / closed_sv[0]):.3f})")
     fig, axes = grid(2, 2, width=2.6, height=2.3)
     vmax = float(max(closed.abs().max(), trained[0].abs().max()))
