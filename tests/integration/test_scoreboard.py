@@ -88,3 +88,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, bad):
     assert main(["scoreboard", *args, "--dir", str(board)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     assert not list(board.glob("*.md"))
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in BOARD.parent.glob("runs-*") if p.is_dir()))
+def test_the_dated_run_pages_are_what_the_command_makes_of_their_reports(folder):
+    """docs/runs-DATE/: single runs' pages (a suite outside the one-commit scoreboard run), generated the same way."""
+    assert scoreboard.reports(BOARD.parent / folder)
+    assert scoreboard.stale(BOARD.parent / folder) == []
