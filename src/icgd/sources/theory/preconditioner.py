@@ -178,7 +178,7 @@ def preconditioner(ctx: ExperimentContext) -> None:
 # ---------------------------------------------------------------------------------------- isotropic
 @register("theory-isotropic", "one trained LSA layer on isotropic Gaussian covariates vs the step "
           "N / (N + d + 1), at four (N, d)", "source 004: Zhang, Frei and Bartlett 2024; Mahankali et al. 2024 "
-          "(isotropic covariates)", quick_minutes=5.0, full_minutes=20.0, models=_iso_models, deviations=DEVIATIONS[:2])
+          "(isotropic covariates)", quick_minutes=8.0, full_minutes=30.0, models=_iso_models, deviations=DEVIATIONS[:2])
 def isotropic(ctx: ExperimentContext) -> None:
     per_seed: dict[int, list[float]] = {}
     rows, settings = [], []
