@@ -219,7 +219,7 @@ def isotropic(ctx: ExperimentContext) -> None:
     ax.set_xticks(range(len(ISO_SETTINGS)), [f"N={n}\nd={d}" for n, d in ISO_SETTINGS], fontsize=7)
     ax.set_ylabel("step (tr P / d)")
     ax.set_ylim(0, 1)
-    ax.set_title("isotropic Gaussian covariates: the trained step")
+    ax.set_title("Sigma = I: the trained step", fontsize=8)
     legend_below(ax, ncol=2)
     ctx.figure("isotropic", fig)
 
@@ -270,6 +270,6 @@ def nonlinear(ctx: ExperimentContext) -> None:
     axes[1].set_xlabel("seed")
     axes[1].set_ylabel("loss / zero predictor's")
     axes[1].set_ylim(0, 1)
-    legend_below(axes[1])
+    axes[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize=6, frameon=False)
     fig.suptitle("y = tanh(w^T x): one LSA layer vs one GD step", fontsize=8)
     ctx.figure("nonlinear", fig)
