@@ -80,3 +80,23 @@ def test_gaussian_task_trains_as_a_config_kind():
 
     cfg = TrainConfig.model_validate({"task": {"kind": "gaussian", "dx": 4, "condition": 10, "rotation_seed": 0}})
     assert cfg.task.kind == "gaussian" and cfg.task.condition == 10
+
+
+def test_the_link_makes_single_index_targets_and_a_bad_one_is_refused():
+    from pydantic import ValidationError
+
+    lin = GaussianRegression(dx=3, n_context=6).sample(16, make_generator(3), dtype=torch.float64)
+    for link, f in (("tanh", torch.tanh), ("relu", torch.relu)):
+        ep = GaussianRegression(dx=3, n_context=6, link=link).sample(16, make_generator(3), dtype=torch.float64)
+        torch.testing.assert_close(ep.context_y, f(lin.context_y))
+        torch.testing.assert_close(ep.teacher, lin.teacher)  # the index direction
+    with pytest.raises(ValidationError, match="link"):
+        GaussianRegression(link="cube")
+
+
+def test_the_read_off_refuses_a_layer_of_another_size():
+    from icgd.analysis.readoff import implicit_preconditioner, stack_from_products
+
+    layer = stack_from_products(torch.eye(7, dtype=torch.float64), torch.eye(7, dtype=torch.float64))
+    with pytest.raises(ValueError, match="tokens of size 6"):
+        implicit_preconditioner(layer, 5, 10)
