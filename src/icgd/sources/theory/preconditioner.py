@@ -51,9 +51,9 @@ DEVIATIONS = (
     "100,000 steps (rotation demonstration-Adam.ipynb, cells 1-2). Reason: the theorems are about the optimum "
     "of the one-layer loss, which the read-off distance measures whatever optimiser reached it; one trainer "
     "for every LSA of the library.",
-    "Teachers w ~ N(0, I), as in Zhang, Frei and Bartlett's theorem; Ahn et al.'s code "
-    "draws w ~ N(0, Sigma^-1) in its rotated set-up (linear_transformer.py, generate_data: w at lines 109-114, x at 143-144), "
-    "which whitens the targets. Reason: the closed form tested is the one for w ~ N(0, I).",
+    "Teachers w ~ N(0, I), as in Zhang, Frei and Bartlett's theorem; Ahn et al.'s code draws w ~ N(0, Sigma^-1) "
+    "in its rotated set-up (linear_transformer.py, generate_data: w at lines 109-114, x at 143-144), which "
+    "whitens the targets. Reason: the closed form tested is the one for w ~ N(0, I).",
     "Sigma's spectrum is geometric from 1 to 1/16 (5 values, scaled to trace 5); the code's D^2 has eigenvalues "
     "1, 1, 1, 1/4, 1/16. Reason: one family of covariances for every condition number; the condition number, "
     "the quantity the theory's contrast with Sigma-blind GD turns on, is the code's.",
