@@ -187,3 +187,24 @@ def test_ridge_bars_fail_gd_and_ridge_where_each_is_the_wrong_learner():
     assert {k: verdict("gd-closer-than-ridge-one-layer-noisy", X.RIDGE_RATIO_SHALLOW_SEEDS,
                        X.RIDGE_LEARNT_SHALLOW_SEEDS, v)
             for k, v in shallow.items()} == {"1 GD step": "PASS", "Bayes ridge": "FAIL"}, shallow
+
+
+def test_noise_bar_passes_the_noisy_closed_form_and_fails_the_noiseless_one():
+    from icgd.sources.theory.claims import NOISE
+    from icgd.sources.theory.preconditioner import NOISY_TASK
+
+    task = NOISY_TASK
+    n, d = task.n_context, task.dx
+    closed = optimal_preconditioner(task.covariance(), n, task.noise_std)
+    verdicts = {}
+    for name, p in (("with the noise term", closed), ("noiseless", optimal_preconditioner(task.covariance(), n))):
+        dist = relative_distance(implicit_preconditioner(_layer(p, n).model, d, n), closed)
+        verdicts[name] = _claim("noise-term-in-preconditioner").check(
+            {NOISE: {X.NOISE_DISTANCE_SEEDS: [dist], X.LEARNT_SEEDS: [0.6]}})["verdict"]
+    assert verdicts == {"with the noise term": "PASS", "noiseless": "FAIL"}, verdicts
+    # and the noise term is what the fit of P on sampled noisy tasks finds (the closed form's own test:
+    # tests/unit/test_preconditioned.py), so the bar reads the theory, not a convention
+    ep = task.sample(20_000, make_generator(11), dtype=torch.float64)
+    losses = {k: evaluate(PreconditionedGD(p), ep).mean
+              for k, p in (("noisy", closed), ("noiseless", optimal_preconditioner(task.covariance(), n)))}
+    assert losses["noisy"] < losses["noiseless"], losses

@@ -16,6 +16,7 @@ from icgd.sources.theory import keys as X
 from icgd.sources.theory.references import REFERENCES
 
 PRECOND, ISO, NONLIN, RIDGE = "theory-preconditioner", "theory-isotropic", "theory-nonlinear", "theory-ridge"
+NOISE = "theory-noise"
 
 #: the premise: a seed learnt where its held-out loss is below this fraction of the zero predictor's. An untrained layer
 #: predicts about 0 (ratio 1); the optimal one layer reaches 1 - N/(N + d + 1) <= 0.69 at every (N, d) here
@@ -36,10 +37,13 @@ LEARNT = 0.9
 #: - NONLIN_GAP: on tanh targets two tuned GD steps are 24 % below one, the zero predictor 180 % above; 0.02.
 #: - NONLIN_DISTANCE: a preconditioner that is not a multiple of I, as P* of the condition-16 covariance, is
 #:   at 0.5 or more from the closest scalar step; 0.1.
+#: - NOISE_DISTANCE: with label noise std 2 the noiseless P* is 0.39 from P* with the noise term (and the
+#:   Sigma-blind learners farther); 0.1, as PRECOND_DISTANCE.
 #: - RIDGE_RATIO: SPD to Bayes ridge over SPD to GD with as many steps as layers; 1 is "as close to one as to
 #:   the other", the definition of the claims' "closer"; GD itself gives infinity, ridge 0.
 PRECOND_DISTANCE, PRECOND_GAP, ISO_DISTANCE, NONLIN_GAP, NONLIN_DISTANCE = 0.1, 0.02, 0.05, 0.02, 0.1
 RIDGE_RATIO = 1.0
+NOISE_DISTANCE = 0.1
 
 
 def _learnt_values(r: dict[str, Any], exp: str, key: str, learnt: str = X.LEARNT_SEEDS) -> list[float]:
@@ -91,6 +95,12 @@ def theory() -> list[Claim]:
                threshold=PRECOND_GAP,
                why="0 at the optimum; the line-searched scalar GD step is 51 % above, the zero predictor 380 %: "
                    "0.02 is a twenty-fifth of the nearest"),
+        _claim(NOISE, X.NOISE_DISTANCE_SEEDS, id="noise-term-in-preconditioner", source="Zhang, Frei, Bartlett 2024",
+               claim="with label noise (std 2) on the condition-16 covariates, the trained layer's preconditioner is "
+                     "P* with the noise term, ((1 + 1/N) Sigma + (tr(Sigma) + s^2)/N I)^-1: relative Frobenius "
+                     "distance, median over the seeds that learnt",
+               threshold=NOISE_DISTANCE,
+               why="0 at the optimum; the noiseless P* (a learner blind to the noise) is 0.39 away: 0.1"),
         _claim(ISO, X.ISO_DISTANCE_SEEDS, id="iso-step-is-n-over-n-plus-d-plus-1",
                source="Zhang, Frei, Bartlett 2024; Mahankali et al. 2024",
                claim="Sigma = I: the trained preconditioner is N / (N + d + 1) I at (N, d) = (10, 10), (20, 5), "

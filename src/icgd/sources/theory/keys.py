@@ -6,6 +6,8 @@ PRECOND_DISTANCE_MEDIAN = "distance_median"
 #: theory-preconditioner: each seed's loss over the closed form's minus 1, on the same held-out tasks, and the median
 PRECOND_GAP_SEEDS = "loss_gap_seeds"
 PRECOND_GAP_MEDIAN = "loss_gap_median"
+#: theory-noise: each seed's relative distance to P* with the noise term
+NOISE_DISTANCE_SEEDS = "distance_seeds"
 #: every experiment: each seed's held-out loss over the zero predictor's (the premise: the model learnt)
 LEARNT_SEEDS = "loss_over_zero_seeds"
 

@@ -36,6 +36,10 @@ STEPS = (5000, 20_000)
 #: rotation); our spectrum is geometric from 1 to 1/16 (scaled to trace d), the rotation fixed by seed 0
 PRECOND_TASK = GaussianRegression(dx=5, n_context=20, condition=16.0, rotation_seed=0)
 
+#: the same covariance with label noise of std 2: P* gains the noise's ridge term, s^2 / N (the noiseless P* is
+#: 0.39 away from it in relative Frobenius distance)
+NOISY_TASK = PRECOND_TASK.model_copy(update={"noise_std": 2.0})
+
 #: (N, d) of the isotropic study: source 000's N = d = 10, Ahn et al.'s N = 20, d = 5, more context (N = 40), and
 #: fewer points than dimensions (N = 5, d = 10)
 ISO_SETTINGS = ((10, 10), (20, 5), (40, 5), (5, 10))
@@ -70,6 +74,10 @@ def _iso_task(n: int, d: int) -> GaussianRegression:
 
 def _precond_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
     return {"lsa1-gauss-c16": _model(ctx, "lsa1-gauss-c16", PRECOND_TASK)}
+
+
+def _noisy_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
+    return {"lsa1-gauss-c16-noise2": _model(ctx, "lsa1-gauss-c16-noise2", NOISY_TASK)}
 
 
 def _iso_models(ctx: ExperimentContext) -> dict[str, TrainConfig]:
@@ -173,6 +181,46 @@ def preconditioner(ctx: ExperimentContext) -> None:
     fig.suptitle(f"one LSA layer, x ~ N(0, Sigma), condition {task.condition:g}, N = {n}, d = {d}: "
                  f"distance {dists[0]:.3f}", fontsize=8)
     ctx.figure("preconditioner", fig)
+
+
+# ------------------------------------------------------------------------------------- label noise
+@register("theory-noise", "one trained LSA layer on the condition-16 Gaussian covariates with label noise (std 2) "
+          "vs the closed form with its noise term, P* = ((1 + 1/N) Sigma + (tr(Sigma) + s^2)/N I)^-1",
+          "source 004: Zhang, Frei and Bartlett 2024; Mahankali et al. 2024 (noisy responses)", quick_minutes=1.5,
+          full_minutes=10.0, models=_noisy_models, deviations=DEVIATIONS)
+def noise(ctx: ExperimentContext) -> None:
+    ((label, config),) = _noisy_models(ctx).items()
+    res, learners, losses, ev = _trained(ctx, label, config)
+    task: GaussianRegression = res.config.task
+    n, d = task.n_context, task.dx
+    closed = optimal_preconditioner(task.covariance(), n, task.noise_std, task.teacher_scale)
+    noiseless = optimal_preconditioner(task.covariance(), n)
+    zero = evaluate(ZeroPredictor(), ev).mean
+    trained = [implicit_preconditioner(lr.model, d, n) for lr in learners]
+    dists = [relative_distance(p, closed) for p in trained]
+    to_noiseless = [relative_distance(p, noiseless) for p in trained]
+    ctx.result("gamma_closed_form", _nested(closed))
+    ctx.result("gamma_noiseless", _nested(noiseless))
+    ctx.result("gamma_trained", [_nested(p) for p in trained])
+    ctx.result(X.NOISE_DISTANCE_SEEDS, dists)
+    ctx.result("distance_to_noiseless_seeds", to_noiseless)
+    ctx.result("noiseless_distance", relative_distance(noiseless, closed))
+    ctx.result(X.LEARNT_SEEDS, [loss / zero for loss in losses])
+    ctx.table("per_seed", [{"seed": s, "distance": a, "distance_to_noiseless": b, "loss": loss, "zero_loss": zero,
+                            "closed_form_loss": evaluate(PreconditionedGD(closed), ev).mean}
+                           for s, a, b, loss in zip(res.config.seeds, dists, to_noiseless, losses)])
+    ctx.report("with label noise the trained layer implements P* with the noise term s^2 / N (Zhang, Frei, Bartlett)",
+               "relative distance per seed " + ", ".join(f"{x:.3f}" for x in dists) + "; to the noiseless P* "
+               + ", ".join(f"{x:.3f}" for x in to_noiseless)
+               + f" (the two closed forms are {relative_distance(noiseless, closed):.3f} apart)")
+    fig, axes = subplots(3, width=2.3, height=2.3)
+    vmax = float(max(closed.abs().max(), trained[0].abs().max(), noiseless.abs().max()))
+    heatmap(axes[0], closed.numpy(), f"P*, noise std {task.noise_std:g}", vmax)
+    heatmap(axes[1], trained[0].numpy(), f"trained, seed {res.config.seeds[0]}", vmax)
+    heatmap(axes[2], noiseless.numpy(), "P* without the noise term", vmax)
+    fig.suptitle(f"label noise std {task.noise_std:g}: distance to P* {dists[0]:.3f}, to the noiseless "
+                 f"{to_noiseless[0]:.3f}", fontsize=8)
+    ctx.figure("noise", fig)
 
 
 # ---------------------------------------------------------------------------------------- isotropic

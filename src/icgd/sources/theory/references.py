@@ -19,6 +19,8 @@ AKYUREK = ("Akyuerek et al. 2023 (ICLR), sec. 4: with depth and noise the traine
 REFERENCES: dict[str, Reference] = {
     "precond-matches-closed-form": Reference(0.0, ZFB),
     "precond-loss-equals-closed-form": Reference(0.0, ZFB),
+    "noise-term-in-preconditioner": Reference(0.0, ZFB + "; label noise of variance s^2 adds s^2 / N to the ridge "
+                                                  "term (the second moment of (1/N) X^T y gains s^2/N Sigma)"),
     "iso-step-is-n-over-n-plus-d-plus-1": Reference(0.0, ZFB + "; for Sigma = I, P* = N / (N + d + 1) I"),
     "nonlinear-loss-is-one-gd-step": Reference(0.0, MAHANKALI),
     "nonlinear-step-is-scalar-gd": Reference(0.0, MAHANKALI),
