@@ -206,8 +206,9 @@ def noise(ctx: ExperimentContext) -> None:
     ctx.result("distance_to_noiseless_seeds", to_noiseless)
     ctx.result("noiseless_distance", relative_distance(noiseless, closed))
     ctx.result(X.LEARNT_SEEDS, [loss / zero for loss in losses])
+    closed_loss = evaluate(PreconditionedGD(closed), ev).mean
     ctx.table("per_seed", [{"seed": s, "distance": a, "distance_to_noiseless": b, "loss": loss, "zero_loss": zero,
-                            "closed_form_loss": evaluate(PreconditionedGD(closed), ev).mean}
+                            "closed_form_loss": closed_loss}
                            for s, a, b, loss in zip(res.config.seeds, dists, to_noiseless, losses)])
     ctx.report("with label noise the trained layer implements P* with the noise term s^2 / N (Zhang, Frei, Bartlett)",
                "relative distance per seed " + ", ".join(f"{x:.3f}" for x in dists) + "; to the noiseless P* "

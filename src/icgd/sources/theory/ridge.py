@@ -76,7 +76,7 @@ def ridge_over_gd(spd_ridge: float, spd_gd: float) -> float:
               "x ~ N(0, I), d = 5, N = 10, noise std 0 and 1; Akyuerek et al. vary d, N and noise more widely. "
               "Reason: two noise levels at N = 2d are where ridge and GD differ and the claim reads.",))
 def ridge(ctx: ExperimentContext) -> None:
-    rows, curves = [], {}
+    rows, curves, models = [], {}, _models(ctx)
     per: dict[tuple[int, float], dict[str, list[float]]] = {}
     for noise in NOISES:
         task = _task(noise)
@@ -87,11 +87,12 @@ def ridge(ctx: ExperimentContext) -> None:
         alpha = bayes_ridge_alpha(task.n_context, noise)
         refs = {"ridge": Ridge(alpha), "least squares": Ridge(0.0)}
         ref_pred = {k: r.predict(ev) for k, r in refs.items()}
+        ridge_loss = evaluate(refs["ridge"], ev).mean
         for depth in DEPTHS:
             label = _label(depth, noise)
-            res = ctx.train(label, _models(ctx)[label])
+            res = ctx.train(label, models[label])
             gd = tune_gd(tune, depth)
-            gd_pred = gd.predict(ev)
+            gd_pred, gd_loss = gd.predict(ev), evaluate(gd, ev).mean
             stats: dict[str, list[float]] = {"gd": [], "ridge": [], "least squares": [], "learnt": [], "ratio": []}
             for s, learner in zip(res.config.seeds, seed_learners(res)):
                 with torch.no_grad():
@@ -105,8 +106,8 @@ def ridge(ctx: ExperimentContext) -> None:
                     stats[k].append(v)
                 rows.append({"noise_std": noise, "depth": depth, "seed": s, "spd_gd": d_gd, "spd_ridge": d_ref["ridge"],
                              "spd_least_squares": d_ref["least squares"], "ridge_over_gd": ratio,
-                             "loss": loss, "zero_loss": zero, "gd_loss": evaluate(gd, ev).mean,
-                             "ridge_loss": evaluate(refs["ridge"], ev).mean, "ridge_alpha": alpha})
+                             "loss": loss, "zero_loss": zero, "gd_loss": gd_loss, "ridge_loss": ridge_loss,
+                             "ridge_alpha": alpha})
             per[(depth, noise)] = stats
         curves[noise] = {k: np.array([per[(dep, noise)][k] for dep in DEPTHS]).T for k in ("gd", "ridge", "least squares")}
     deep, shallow = (max(DEPTHS), max(NOISES)), (min(DEPTHS), max(NOISES))
