@@ -8,6 +8,8 @@ measured in one run on this machine, for each seed count:
 - seed_steps_per_s: the engine (icgd.train.engine.Stepper), all seeds in one batched step, on the step it
   picks (on a CUDA device the CUDA graph step, `icgd.train.graphed`; `step` names it);
 - eager_seed_steps_per_s (CUDA only): the engine with the graph step turned off, to see what the graph gives;
+- no_triton_seed_steps_per_s (CUDA only, where the engine's attention ran in the Triton kernels): the engine
+  with ICGD_TRITON=0 (attention by PyTorch's batched products), to see what the kernels give;
 - jax_seed_steps_per_s, ratio_to_jax: the same math in JAX, jitted whole with vmap over seeds and the data
   drawn on the device (benchmarks/jax_reference.py), and icgd's rate over it; only where JAX is importable;
 - naive_seed_steps_per_s: plain eager PyTorch of the same math: one model per seed, tokens through the
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -55,8 +58,16 @@ def matmul_gflops(device: torch.device, n: int = 2048, reps: int = 10) -> float:
 
 
 def engine_rate(config: TrainConfig, device: torch.device, steps: int, warmup: int = 5,
-                graph: bool | None = None) -> tuple[float, str, str]:
-    """(seed-steps per second, backend, step path); the warm-up covers the graph step's capture."""
+                graph: bool | None = None, triton: bool = True) -> tuple[float, str, str, str]:
+    """(seed-steps per second, backend, step path, the backend's reason); the warm-up covers the graph step's
+    capture. triton False: with ICGD_TRITON=0."""
+    if not triton:
+        before = os.environ.get("ICGD_TRITON")
+        os.environ["ICGD_TRITON"] = "0"
+        try:
+            return engine_rate(config, device, steps, warmup, graph)
+        finally:
+            os.environ.pop("ICGD_TRITON") if before is None else os.environ.__setitem__("ICGD_TRITON", before)
     config = config.model_copy(update={"steps": warmup + steps})
     st = Stepper(config, device, graph=graph)
     for i in range(warmup):
@@ -66,7 +77,8 @@ def engine_rate(config: TrainConfig, device: torch.device, steps: int, warmup: i
     for i in range(warmup, warmup + steps):
         st.step(i)
     _sync(device)
-    return steps * len(config.seeds) / (time.perf_counter() - t), st.path, st.step_path.split(" (")[0]
+    return (steps * len(config.seeds) / (time.perf_counter() - t), st.path, st.step_path.split(" (")[0],
+            st.backend.reason)
 
 
 def jax_rate(config: TrainConfig, steps: int) -> float | None:
@@ -142,18 +154,21 @@ def main() -> None:
         for n_seeds in (int(x) for x in args.seeds.split(",")):
             cfg = load_config(MODELS[name], [f"seeds={list(range(n_seeds))}", "task.dx=10", "task.n_context=10",
                                              "batch_size=2048"])
-            rate, path, step = engine_rate(cfg, device, args.steps)
+            rate, path, step, reason = engine_rate(cfg, device, args.steps)
             eager = engine_rate(cfg, device, args.steps, graph=False)[0] if step == "CUDA graph" else None
+            no_triton = (engine_rate(cfg, device, args.steps, triton=False)[0] if "by the Triton kernels" in reason
+                         else None)
             jax = None if args.no_jax else jax_rate(cfg, args.steps)
             naive = naive_rate(cfg.model_copy(update={"seeds": [0]}), device, args.naive_steps)
             flops = flops_per_step(cfg)
             out.append({"name": name, "seeds": n_seeds, "seed_steps_per_s": round(rate, 1),
                         "eager_seed_steps_per_s": None if eager is None else round(eager, 1),
+                        "no_triton_seed_steps_per_s": None if no_triton is None else round(no_triton, 1),
                         "jax_seed_steps_per_s": None if jax is None else round(jax, 1),
                         "ratio_to_jax": None if jax is None else round(rate / jax, 3),
                         "naive_seed_steps_per_s": round(naive, 1), "flops_per_step": flops,
                         "matmul_gflops": round(gflops, 1), "flop_limit_steps_per_s": round(gflops * 1e9 / flops, 1),
-                        "backend": path, "step": step})
+                        "backend": path, "backend_reason": reason, "step": step})
     report = {"device": str(device), "device_name": torch.cuda.get_device_name(device) if device.type == "cuda"
               else None, "threads": args.threads, "batch_size": 2048, "models": out}
     if args.json:
@@ -161,15 +176,15 @@ def main() -> None:
         return
     print(f"device {report['device_name'] or device}, {args.threads} threads, batch 2048, Dx = N = 10, "
           f"large-matmul rate {gflops:.1f} GFLOP/s")
-    print(f"{'model':<10} {'seeds':>5} {'engine':>10} {'eager':>10} {'JAX':>10} {'/JAX':>6} {'naive':>9} "
-          f"{'FLOP limit':>11}  backend, step")
+    print(f"{'model':<10} {'seeds':>5} {'engine':>10} {'eager':>10} {'no Triton':>10} {'JAX':>10} {'/JAX':>6} "
+          f"{'naive':>9} {'FLOP limit':>11}  backend, step")
 
     def num(v, f=".1f"):
         return "-" if v is None else f"{v:{f}}"
 
     for r in out:
         print(f"{r['name']:<10} {r['seeds']:>5} {r['seed_steps_per_s']:>10.1f} {num(r['eager_seed_steps_per_s']):>10} "
-              f"{num(r['jax_seed_steps_per_s']):>10} {num(r['ratio_to_jax'], '.2f'):>6} "
+              f"{num(r['no_triton_seed_steps_per_s']):>10} {num(r['jax_seed_steps_per_s']):>10} {num(r['ratio_to_jax'], '.2f'):>6} "
               f"{r['naive_seed_steps_per_s']:>9.1f} {r['flop_limit_steps_per_s']:>11.1f}  {r['backend']}, {r['step']}")
     print("(seed-steps per second; /JAX: the engine's rate over JAX's, >= 1 is as fast or faster)")
 

@@ -19,6 +19,7 @@ def test_train_speed_benchmark_prints_its_json():
     (m,) = out["models"]
     assert m["name"] == "lsa-1" and m["backend"] in ("compiled", "fused") and m["seeds"] == 2
     assert m["step"] == "eager" and m["eager_seed_steps_per_s"] is None  # no graph step on the CPU
+    assert m["no_triton_seed_steps_per_s"] is None and "Triton" not in m["backend_reason"]  # nor Triton kernels
     for key in ("seed_steps_per_s", "naive_seed_steps_per_s", "flops_per_step", "matmul_gflops"):
         assert m[key] > 0
     try:
@@ -28,6 +29,19 @@ def test_train_speed_benchmark_prints_its_json():
     else:
         assert m["jax_seed_steps_per_s"] > 0
         assert m["ratio_to_jax"] == pytest.approx(m["seed_steps_per_s"] / m["jax_seed_steps_per_s"], rel=1e-2)
+
+
+def test_triton_check_compares_the_kernels_with_the_torch_products():
+    """The GPU script's Triton check, run on the CPU in Triton's interpreter (its dry run): every model agrees."""
+    from icgd.train import triton_attention
+
+    if triton_attention.import_error() is not None:
+        pytest.skip(triton_attention.import_error())
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "triton_check.py"), "--device", "cpu", "--batch", "2",
+                        "--seeds", "2", "--reps", "1"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = [ln.split() for ln in r.stdout.splitlines() if ln.startswith(("lsa-", "softmax-"))]
+    assert len(rows) == 4 and all(float(row[-5]) <= 1e-4 and float(row[-4]) <= 1e-4 for row in rows), r.stdout
 
 
 @pytest.mark.parametrize("preset", ["lsa-1", "lsa-5", "softmax-2"])

@@ -5,7 +5,9 @@ Three backends compute the same losses (tested equal in value and gradient):
 - "fused": PyTorch products written out for linear or softmax attention stacks on concatenated tokens,
   any head count, MLP and LayerNorm, any device (`icgd.train.fused`); on the CPU, where the C code
   compiled, each head's attention is a call of the compiled kernel and the rest (heads summed, residual,
-  LayerNorm, MLP) stays in PyTorch;
+  LayerNorm, MLP) stays in PyTorch; on a CUDA device, where Triton is installed, the Triton kernels
+  (`icgd.train.triton_attention`) compute each layer of a one-head attention-only stack whole, or each
+  head's attention of the others;
 - "generic": any model, each seed's module called through `torch.func.vmap` (about 10x slower).
 
 `select(config, device)` picks the fastest that applies; each backend has one eligibility rule
@@ -23,7 +25,7 @@ from torch import Tensor
 from torch.func import functional_call, vmap
 
 from icgd.core.episodes import Episodes
-from icgd.train import compiled, fused
+from icgd.train import compiled, fused, triton_attention
 from icgd.train.config import DTYPES, TrainConfig
 from icgd.train.kinds import MODEL_KINDS, model_kind
 from icgd.train.models import as_learner, build_module, param_prefix
@@ -81,18 +83,34 @@ def select(config: TrainConfig, device: torch.device | str = "cpu") -> Backend:
     no_compiled = compiled_ineligible(config, device)
     if no_compiled is None:
         return Backend("compiled", "one-head attention stack on the CPU", _stack_losses(config, compiled_ok=True))
-    extra = "; each head's attention by the compiled kernel" if _heads_compiled(config, device) else ""
-    return Backend("fused", f"compiled backend not eligible: {no_compiled}{extra}",
-                   _stack_losses(config, compiled_ok=False, heads_compiled=None))
+    return Backend("fused", f"compiled backend not eligible: {no_compiled}{_kernel_note(config, device)}",
+                   _stack_losses(config, compiled_ok=False, heads_compiled=None, triton_ok=None))
 
 
-def _stack_losses(config: TrainConfig, compiled_ok: bool, heads_compiled: bool | None = False) -> LossFn:
+def _kernel_note(config: TrainConfig, device: torch.device | str) -> str:
+    """What computes the fused path's attention, for the backend's reason: the Triton kernels on a CUDA
+    device (or why not), the compiled kernel per head on the CPU, else nothing to add."""
+    t = config.task
+    if torch.device(device).type == "cuda":
+        why_not = triton_attention.unavailable(DTYPES[config.dtype], device, t.n_context + t.n_queries,
+                                               fused.padded_width(t.dx + t.dy))
+        if why_not is not None:
+            return f"; attention by PyTorch products, not the Triton kernels: {why_not}"
+        per = triton_attention.not_whole_layers(config.stack_config())
+        return ("; each layer's attention by the Triton kernels" if per is None else
+                f"; each head's attention by the Triton kernels ({per})")
+    return "; each head's attention by the compiled kernel" if _heads_compiled(config, device) else ""
+
+
+def _stack_losses(config: TrainConfig, compiled_ok: bool, heads_compiled: bool | None = False,
+                  triton_ok: bool | None = False) -> LossFn:
     """The fused (or, with `compiled_ok`, compiled) per-seed losses of an eligible attention stack;
-    heads_compiled: each head by the compiled kernel in the fused path (None: where it can; False: PyTorch
-    products only, as `backend(config, "fused")` asks for, to compare the paths)."""
+    heads_compiled and triton_ok: attention by the compiled kernel per head, or by the Triton kernels, in the
+    fused path (None: where they can; False: not, as `backend(config, "fused")` asks for PyTorch products
+    only, to compare the paths)."""
     stack_cfg = config.stack_config()
     return lambda params, *batch: fused.lsa_losses(params, stack_cfg, *batch, compiled_ok=compiled_ok,
-                                                   heads_compiled=heads_compiled)
+                                                   heads_compiled=heads_compiled, triton_ok=triton_ok)
 
 
 def _generic_losses(config: TrainConfig) -> LossFn:
@@ -115,19 +133,24 @@ def _generic_losses(config: TrainConfig) -> LossFn:
 def backend(config: TrainConfig, name: str, device: torch.device | str = "cpu") -> Backend:
     """Backend `name` for `config`, whether or not `select` would pick it (to compare backends): "compiled",
     "fused-heads" (the fused path with each head by the compiled kernel: what `select` picks for stacks
-    the compiled backend does not take whole), "fused" (PyTorch products only) or "generic"; ValueError
-    with the reason when it cannot compute this config."""
+    the compiled backend does not take whole), "fused-triton" (the fused path with attention by the Triton
+    kernels: what `select` picks on a CUDA device; on the CPU they run in Triton's interpreter, for tests),
+    "fused" (PyTorch products only) or "generic"; ValueError with the reason when it cannot compute this
+    config."""
     if name == "generic":
         return Backend("generic", "asked for", _generic_losses(config))
-    if name not in ("fused", "fused-heads", "compiled"):
-        raise ValueError(f"unknown backend {name!r}; known: compiled, fused-heads, fused, generic")
+    if name not in ("fused", "fused-heads", "fused-triton", "compiled"):
+        raise ValueError(f"unknown backend {name!r}; known: compiled, fused-heads, fused-triton, fused, generic")
     reason = compiled_ineligible(config, device) if name == "compiled" else fused_ineligible(config)
     if reason is None and name == "fused-heads" and not _heads_compiled(config, device):
         reason = f"the compiled kernel does not run here ({compiled.status()})"
+    if reason is None and name == "fused-triton":
+        reason = triton_attention.import_error()
     if reason is not None:
         raise ValueError(f"the {name} backend cannot compute this config: {reason}")
     return Backend(name, "asked for", _stack_losses(config, compiled_ok=name == "compiled",
-                                                     heads_compiled=name == "fused-heads"))
+                                                     heads_compiled=name == "fused-heads",
+                                                     triton_ok=name == "fused-triton"))
 
 
 def _heads_compiled(config: TrainConfig, device: torch.device | str) -> bool:

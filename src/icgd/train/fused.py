@@ -26,7 +26,7 @@ from torch import Tensor
 from icgd.nn.attention import attention_products
 from icgd.nn.kernels import get_kernel, kernel_names
 from icgd.nn.stack import StackConfig
-from icgd.train import compiled
+from icgd.train import compiled, triton_attention
 
 
 def ineligible(config: StackConfig) -> str | None:
@@ -110,13 +110,16 @@ def _softmax_update(params: dict[str, Tensor], p: str, x: Tensor, ctx: Tensor, d
 
 def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
                     query_x: Tensor, n_steps: int | None = None, dampening: float | None = None,
-                    compiled_ok: bool | None = None, heads_compiled: bool | None = None) -> Tensor:
+                    compiled_ok: bool | None = None, heads_compiled: bool | None = None,
+                    triton_ok: bool | None = None) -> Tensor:
     """Query predictions (S, B, Q, Dy) of S seed-stacked LSA stacks.
 
     context_x (B, N, Dx) or (S, B, N, Dx); context_y (..., N, Dy); query_x (..., Q, Dx).
-    compiled_ok: run the compiled backend (None: where `use_compiled` says it can). heads_compiled: when
-    not, compute each head's attention with the compiled kernel (None: where `compiled_heads` says it can;
-    False: PyTorch products only).
+    compiled_ok: run the compiled backend (None: where `use_compiled` says it can). Otherwise triton_ok:
+    compute attention with the Triton kernels (`icgd.train.triton_attention`; None: where `use_triton` says
+    they can; True on CPU tensors runs Triton's interpreter), a whole residual layer per call for one-head
+    attention-only stacks, else per head. heads_compiled: otherwise, compute each head's attention with
+    the compiled kernel (None: where `compiled_heads` says it can; False: PyTorch products only).
     """
     reason = ineligible(config)
     if reason is not None:
@@ -129,18 +132,28 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
         compiled_ok = use_compiled(config, context_x.dtype, context_x.device,
                                    context_x.shape[-2] + query_x.shape[-2], context_x.shape[-1] + context_y.shape[-1])
     if compiled_ok:
-        return _compiled_predictions(params, config, context_x, context_y, query_x, n_steps, lam)
+        return _kernel_predictions(compiled, params, config, context_x, context_y, query_x, n_steps, lam)
     dx, dy, n = context_x.shape[-1], context_y.shape[-1], context_x.shape[-2]
     # zero-pad the token width to a multiple of 4: the padded coordinates stay exactly 0 (their rows and
     # columns of M and U are 0) and small matrix products of width 12 run twice as fast as width 11
     d = dx + dy
     pad = padded_width(d) - d
+    if triton_ok is None:
+        triton_ok = use_triton(context_x.dtype, context_x.device, n + query_x.shape[-2], d + pad)
+    if triton_ok and triton_attention.not_whole_layers(config) is None:
+        return _kernel_predictions(triton_attention, params, config, context_x, context_y, query_x, n_steps, lam)
     zeros = [context_x.new_zeros(*context_x.shape[:-1], pad), query_x.new_zeros(*query_x.shape[:-1], dy + pad)]
     ctx = torch.cat([context_x, context_y, zeros[0]], -1)
     qry = torch.cat([query_x, zeros[1]], -1)
-    # each head's attention by the compiled kernel, the rest (heads summed, residual, LayerNorm, MLP) here
-    per_head = (compiled_heads(config, ctx.dtype, ctx.device, ctx.shape[-2] + qry.shape[-2], d + pad)
-                if heads_compiled is None else heads_compiled)
+    # each head's attention by a kernel (Triton's, or the compiled C code), the rest (heads summed, residual,
+    # LayerNorm, MLP) here
+    if triton_ok:
+        per_head = triton_attention
+    elif heads_compiled or (heads_compiled is None
+                            and compiled_heads(config, ctx.dtype, ctx.device, ctx.shape[-2] + qry.shape[-2], d + pad)):
+        per_head = compiled
+    else:
+        per_head = None
     x = None  # all tokens (context then queries) once a layer has mixed them
     for step in range(n_steps):
         blk = 0 if config.recurrent else step
@@ -160,8 +173,9 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
         # computes C once for all seeds
         form = get_kernel(config.attention.kernel).fused
         shared_one = h_in.dim() == 3 and h_ctx.dim() == 3 and form == "linear" and config.attention.n_heads == 1
-        if per_head and not shared_one:
-            upd = _compiled_heads_update(params, p, config, h_in, h_ctx, n, last, (dx, d) if y_only else None, d + pad)
+        if per_head is not None and not shared_one:
+            upd = _kernel_heads_update(per_head, params, p, config, h_in, h_ctx, n, last, (dx, d) if y_only else None,
+                                       d + pad)
         elif form == "softmax":
             upd = _softmax_update(params, p, h_in, h_ctx, d + pad, config.attention.normalize,
                                   (dx, d) if y_only else None)
@@ -184,27 +198,28 @@ def lsa_predictions(params: dict[str, Tensor], config: StackConfig, context_x: T
     raise AssertionError("unreachable")
 
 
-def _compiled_predictions(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
-                          query_x: Tensor, n_steps: int, lam: float) -> Tensor:
-    """`lsa_predictions` of one-head linear or softmax attention stacks by the compiled backend: the tokens
-    stay in its block layout (tasks in groups of `compiled.lanes()`, task index last) through all layers, and
-    each layer (residual, dampening and clipping included) is one call of the C code."""
+def _kernel_predictions(kernel, params: dict[str, Tensor], config: StackConfig, context_x: Tensor,
+                        context_y: Tensor, query_x: Tensor, n_steps: int, lam: float) -> Tensor:
+    """`lsa_predictions` of one-head linear or softmax attention stacks by a kernel module (`compiled`: the
+    compiled backend, `triton_attention`: the Triton kernels): the tokens stay in its layout (`to_blocks`:
+    the C code's tasks in groups of `compiled.lanes()`, task index last) through all layers, and each layer
+    (residual, dampening and clipping included) is one call."""
     dx, dy, n = context_x.shape[-1], context_y.shape[-1], context_x.shape[-2]
     d = dx + dy
     tokens = torch.cat([torch.cat([context_x, context_y], -1),
                         torch.cat([query_x, query_x.new_zeros(*query_x.shape[:-1], dy)], -1)], -2)
     b, t = tokens.shape[-3], tokens.shape[-2]
-    tok = compiled.to_blocks(tokens)  # (NB, T, D, L) shared by the seeds, or (S, NB, T, D, L)
+    tok = kernel.to_blocks(tokens)  # (NB, T, D, L) shared by the seeds, or (S, NB, T, D, L)
     scale = 1.0 / n if config.attention.normalize == "count" else 1.0
     kind = get_kernel(config.attention.kernel).fused
     for step in range(n_steps):
         p = f"layers.{0 if config.recurrent else step}.attn."
         m, u = (w[:, 0] for w in _multiplied_out(params, p, kind == "softmax"))  # (S, D, D): one head
         if step == n_steps - 1:  # the query rows' y-entries only: all the loss reads
-            y = compiled.attention(tok, m, u[:, dx:d], n, n, t, scale, residual=dx, lam=lam, clip=config.clip,
+            y = kernel.attention(tok, m, u[:, dx:d], n, n, t, scale, residual=dx, lam=lam, clip=config.clip,
                                  kind=kind)
-            return -compiled.from_blocks(y, b)
-        tok = compiled.attention(tok, m, u, n, 0, t, scale, residual=0, lam=lam, clip=config.clip, kind=kind)
+            return -kernel.from_blocks(y, b)
+        tok = kernel.attention(tok, m, u, n, 0, t, scale, residual=0, lam=lam, clip=config.clip, kind=kind)
     raise AssertionError("unreachable")
 
 
@@ -222,11 +237,18 @@ def compiled_heads(config: StackConfig, dtype: torch.dtype, device: torch.device
     return compiled.unavailable(dtype, device, n_tokens, width) is None
 
 
-def _compiled_heads_update(params: dict[str, Tensor], p: str, config: StackConfig, h_in: Tensor, h_ctx: Tensor,
-                           n: int, last: bool, rows: tuple[int, int] | None, d_pad: int) -> Tensor:
-    """The attention update (S, B, T, G) of the tokens h_in over the context h_ctx, one compiled call per
-    head (heads summed): h_in holds every token (context first) except in the last layer, where it holds
-    the queries only; output coordinates rows[0]:rows[1] when `rows`."""
+def use_triton(dtype: torch.dtype, device: torch.device | str, n_tokens: int, width: int) -> bool:
+    """Whether the fused path computes attention with the Triton kernels (`triton_attention.unavailable`):
+    float32/float64 on a CUDA device, Triton installed, tiles that fit."""
+    return triton_attention.unavailable(dtype, device, n_tokens, width) is None
+
+
+def _kernel_heads_update(kernel, params: dict[str, Tensor], p: str, config: StackConfig, h_in: Tensor,
+                         h_ctx: Tensor, n: int, last: bool, rows: tuple[int, int] | None, d_pad: int) -> Tensor:
+    """The attention update (S, B, T, G) of the tokens h_in over the context h_ctx, one call of the kernel
+    module (`compiled` or `triton_attention`) per head (heads summed): h_in holds every token (context first)
+    except in the last layer, where it holds the queries only; output coordinates rows[0]:rows[1] when
+    `rows`."""
     kind = get_kernel(config.attention.kernel).fused
     if last:  # the kernel reads the context as the first n rows of one token tensor
         if h_in.dim() != h_ctx.dim():
@@ -236,16 +258,16 @@ def _compiled_heads_update(params: dict[str, Tensor], p: str, config: StackConfi
     else:
         tokens, q0 = h_in, 0
     b, t = tokens.shape[-3], tokens.shape[-2]
-    tok = compiled.to_blocks(tokens)
+    tok = kernel.to_blocks(tokens)
     m, u = _multiplied_out(params, p, kind == "softmax", d_pad)  # (S, H, Dp, Dp)
     if rows is not None:
         u = u[..., rows[0]:rows[1], :]
     scale = 1.0 / n if config.attention.normalize == "count" else 1.0
     out = None
     for h in range(m.shape[1]):
-        o = compiled.attention(tok, m[:, h], u[:, h], n, q0, t, scale, kind=kind)
+        o = kernel.attention(tok, m[:, h], u[:, h], n, q0, t, scale, kind=kind)
         out = o if out is None else out + o
-    return compiled.from_blocks(out, b)
+    return kernel.from_blocks(out, b)
 
 
 def _layer_norm(params: dict[str, Tensor], p: str, x: Tensor, d: int, eps: float = 1e-5) -> Tensor:
@@ -388,9 +410,9 @@ class _SharedLinearAttention(torch.autograd.Function):
 
 def lsa_losses(params: dict[str, Tensor], config: StackConfig, context_x: Tensor, context_y: Tensor,
                query_x: Tensor, query_y: Tensor, compiled_ok: bool | None = None,
-               heads_compiled: bool | None = None) -> Tensor:
+               heads_compiled: bool | None = None, triton_ok: bool | None = None) -> Tensor:
     """Per-seed training losses (S,): mean over tasks and queries of 0.5 * ||y_hat - y||^2 (the squared-error
     objective of the regression tasks, `icgd.tasks.base`)."""
     pred = lsa_predictions(params, config, context_x, context_y, query_x, compiled_ok=compiled_ok,
-                           heads_compiled=heads_compiled)
+                           heads_compiled=heads_compiled, triton_ok=triton_ok)
     return 0.5 * ((pred - query_y) ** 2).sum(-1).mean((-1, -2))
