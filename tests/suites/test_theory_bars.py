@@ -208,3 +208,38 @@ def test_noise_bar_passes_the_noisy_closed_form_and_fails_the_noiseless_one():
     losses = {k: evaluate(PreconditionedGD(p), ep).mean
               for k, p in (("noisy", closed), ("noiseless", optimal_preconditioner(task.covariance(), n)))}
     assert losses["noisy"] < losses["noiseless"], losses
+
+
+def _probe_states(kind: str, ep, targets) -> torch.Tensor:
+    """A query token's hidden state (B, 64) that holds: the raw context ("context"), the query and the least-
+    squares prediction ("prediction"), the query and w_OLS ("w_ols") or X^T Y ("xty"); the rest noise."""
+    xq = ep.query_x[:, 0]
+    noise = torch.randn(ep.batch_size, 64, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    held = {"context": torch.cat([ep.context_x.flatten(1), ep.context_y.flatten(1)], 1),
+            "prediction": torch.cat([xq, (targets["w_ols"] * xq).sum(1, keepdim=True)], 1),
+            "w_ols": torch.cat([xq, targets["w_ols"]], 1), "xty": torch.cat([xq, targets["xty"]], 1)}[kind]
+    return torch.cat([held, noise[:, :64 - held.shape[1]]], 1)
+
+
+def test_probe_bars_fail_states_that_compute_nothing_and_pass_the_algorithms_quantities():
+    """theory-probes' margin (a linear probe's held-out R^2, here over a control at 0): states that hold the raw
+    context or only the prediction fail both claims; a state holding w_OLS passes both (it reads X^T Y at
+    0.655), and so does one holding X^T Y; the controls against themselves (margin 0) fail."""
+    from icgd.analysis.probes import linear_probe_r2, probe_targets
+    from icgd.sources.theory.claims import PROBES
+    from icgd.sources.theory.probes import DX, N_CONTEXT
+
+    task = GaussianRegression(dx=DX, n_context=N_CONTEXT)
+    train, test = (task.sample(n, make_generator(s), dtype=torch.float64) for n, s in ((4000, 41), (2000, 43)))
+    t_train, t_test = probe_targets(train), probe_targets(test)
+    expect = {"context": "FAIL", "prediction": "FAIL", "w_ols": "PASS", "xty": "PASS"}
+    for kind, verdict in expect.items():
+        h_train, h_test = _probe_states(kind, train, t_train), _probe_states(kind, test, t_test)
+        for cid, target in (("probe-reads-xty", "xty"), ("probe-reads-least-squares-weights", "w_ols")):
+            margin = linear_probe_r2(h_train, t_train[target], h_test, t_test[target])
+            r = {PROBES: {X.PROBE_MARGIN_SEEDS[("linear", target)]: [margin], X.LEARNT_SEEDS: [0.3]}}
+            assert _claim(cid).check(r)["verdict"] == verdict, (kind, target, margin)
+            r0 = {PROBES: {X.PROBE_MARGIN_SEEDS[("linear", target)]: [0.0], X.LEARNT_SEEDS: [0.3]}}
+            assert _claim(cid).check(r0)["verdict"] == "FAIL"
+            r_none = {PROBES: {X.PROBE_MARGIN_SEEDS[("linear", target)]: [margin], X.LEARNT_SEEDS: [0.95]}}
+            assert _claim(cid).check(r_none)["verdict"] == "untested"  # the premise: the model learnt

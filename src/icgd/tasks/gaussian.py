@@ -40,7 +40,8 @@ class GaussianRegression(SquaredErrorObjective, BaseModel):
     condition: float = Field(1.0, ge=1.0, description="largest / smallest eigenvalue of Sigma")
     spectrum: Literal["geometric", "linear"] = "geometric"
     rotation_seed: int | None = Field(None, ge=0, description="seed of Sigma's random eigenbasis (None: the axes)")
-    teacher_scale: float = Field(1.0, gt=0, description="std of each teacher entry")
+    teacher_scale: float = Field(1.0, ge=0, description="std of each teacher entry (0: every task's teacher is "
+                                                        "teacher_mean, Akyuerek et al.'s probing control task)")
     teacher_mean: float = Field(0.0, description="mean of each teacher entry")
     noise_std: float = Field(0.0, ge=0, description="std of Gaussian label noise")
     link: Literal["identity", "tanh", "relu"] = Field(

@@ -7,7 +7,9 @@ stacks over seeds:
 - "mlp_lsa": a `FeatureLSA` (embedding + MLP + LSA, or the GD control), itself a learner;
 - "lstm": an `LSTMLearner` (LSTM or BiLSTM read out at the query token), itself a learner;
 - "kernel_gd": a `KernelGD` (kernel functional GD with learnt rates and kernel parameters), a learner;
-- "causal_lm": a `CausalLM` (a small byte-level decoder) for text tasks, a learner.
+- "causal_lm": a `CausalLM` (a small byte-level decoder) for text tasks, a learner;
+- "decoder": a `RegressionDecoder` (a GPT-style regression transformer on interleaved x and y tokens), a
+  learner.
 
 A task with a constant prior p_0 (categorical) starts a stack's predictions there: tokens [x; y - p_0].
 The functions at the end (`build_module`, `as_learner`, `param_prefix`, `init_params`, ...) work for any
@@ -265,6 +267,48 @@ register_model_kind(ModelKind(
              "model": {"kind": "causal_lm", "d_model": 16, "n_heads": 2, "n_layers": 1},
              "eval": {"reference": "unigram"}},
     doc="a small byte-level decoder-only LM, optionally with momentum attention (source 003, sec. 4)"))
+
+
+class DecoderConfig(ModelSection):
+    """A GPT-style in-context regression transformer (`icgd.learners.decoder.RegressionDecoder`; Garg et al.
+    2022, Akyuerek et al. 2023): x and y tokens interleaved, learnt read-in and positions, pre-norm blocks of
+    causal softmax attention + MLP, learnt read-out at the query; wide enough to probe its hidden states."""
+
+    kind: Literal["decoder"]
+    d_model: int = Field(64, ge=2)
+    n_layers: int = Field(2, ge=1)
+    n_heads: int = Field(4, ge=1)
+    mlp_ratio: int = Field(4, ge=1)
+    init_std: float | None = Field(None, gt=0, description="std of the attention weights at initialisation "
+                                   "(null: 1 / sqrt(2 d_model), as the causal LMs')")
+
+    @model_validator(mode="after")
+    def _width(self) -> "DecoderConfig":
+        if self.d_model % self.n_heads or self.d_model % 2:
+            raise ValueError(f"d_model={self.d_model} must be even and a multiple of n_heads={self.n_heads}")
+        return self
+
+    @property
+    def gd_steps(self) -> int:
+        """Steps of the GD reference a run is scored against by default: one per layer."""
+        return self.n_layers
+
+
+def _build_decoder(config: TrainConfigLike, dtype: torch.dtype, device: Any,
+                   generator: torch.Generator | None) -> nn.Module:
+    from icgd.learners.causal_lm import lm_stack_config
+    from icgd.learners.decoder import RegressionDecoder
+
+    m, t = config.model, config.task
+    stack = lm_stack_config(m.d_model, m.n_layers, m.n_heads, m.mlp_ratio, AttentionOptions(causal=True), m.init_std)
+    return RegressionDecoder(t.dx, t.dy, stack, 2 * t.n_context + 1, dtype=dtype, device=device, generator=generator)
+
+
+register_model_kind(ModelKind(
+    "decoder", DecoderConfig, _build_decoder, tasks=("linear", "gaussian"),
+    example={"task": {"kind": "gaussian", "dx": 3, "n_context": 6},
+             "model": {"kind": "decoder", "d_model": 16, "n_heads": 2, "n_layers": 2}},
+    doc="a GPT-style regression transformer on interleaved x and y tokens (Akyuerek et al. 2023's model family)"))
 
 
 # ------------------------------------------------------------------------------ any registered kind

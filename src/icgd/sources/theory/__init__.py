@@ -8,13 +8,15 @@ Four results predict what a trained linear self-attention (LSA) computes:
   Sigma = I in d dimensions, the scalar step N / (N + d + 1).
 - Mahankali, Hashimoto and Ma (ICLR 2024): the optimal one layer is one step of GD on the least-squares
   objective even when the targets are a nonlinear function of x.
-- Akyuerek et al. (ICLR 2023): with depth and label noise, trained models move from GD toward ridge regression.
+- Akyuerek et al. (ICLR 2023): with depth and label noise, trained models move from GD toward ridge regression,
+  and a trained transformer's hidden states hold X^T Y and the least-squares weights (probes).
 
 | module | what it holds |
 |---|---|
 | `keys.py` | the result keys that the claims read |
 | `preconditioner.py` | the experiments `theory-preconditioner`, `theory-isotropic`, `theory-nonlinear` |
 | `ridge.py` | `theory-ridge`: LSA stacks between GD and ridge over depth and noise (Akyuerek et al. 2023) |
+| `probes.py` | `theory-probes`: probes of a trained regression transformer's hidden states (Akyuerek et al. 2023) |
 | `references.py` | the papers' numbers (the theorems' exact values) |
 | `claims.py` | the suite `theory` |
 | `notes.md` | the set-up against the papers and the authors' code |
@@ -29,4 +31,4 @@ SOURCE = register_source(Source(
           "and ridge over depth and noise)",
     suites=("theory",), docs="sources/theory.md", notes="notes.md"))
 
-from icgd.sources.theory import claims, preconditioner, ridge  # noqa: F401,E402  (importing registers the experiments and suite)
+from icgd.sources.theory import claims, preconditioner, probes, ridge  # noqa: F401,E402  (importing registers the experiments and suite)

@@ -17,6 +17,7 @@ from icgd.sources.theory.references import REFERENCES
 
 PRECOND, ISO, NONLIN, RIDGE = "theory-preconditioner", "theory-isotropic", "theory-nonlinear", "theory-ridge"
 NOISE = "theory-noise"
+PROBES = "theory-probes"
 
 #: the premise: a seed learnt where its held-out loss is below this fraction of the zero predictor's. An untrained layer
 #: predicts about 0 (ratio 1); the optimal one layer reaches 1 - N/(N + d + 1) <= 0.69 at every (N, d) here
@@ -41,7 +42,16 @@ LEARNT = 0.9
 #:   Sigma-blind learners farther); 0.1, as PRECOND_DISTANCE.
 #: - RIDGE_RATIO: SPD to Bayes ridge over SPD to GD with as many steps as layers; 1 is "as close to one as to
 #:   the other", the definition of the claims' "closer"; GD itself gives infinity, ridge 0.
+#: - PROBE_MARGIN: the trained model's best-layer R^2 of a linear probe minus the better control's. The
+#:   controls against themselves give 0; hidden states that hold the whole context but compute nothing (the
+#:   raw tokens) give linear R^2 -0.02 for both targets, states that hold only the query and the prediction
+#:   -0.01 (X^T Y is bilinear in the data, w_OLS nonlinear); a state holding w_OLS reads X^T Y at 0.655 and
+#:   one holding X^T Y reads w_OLS at 0.655 (Dx = 4, N = 10; tests/suites/test_theory_bars.py). 0.5: half of
+#:   the target's variance made linearly readable beyond the controls, which the states that compute nothing
+#:   are far from and the algorithm's own quantities pass. A two-layer MLP probe is reported, not claimed:
+#:   from the raw tokens it reads X^T Y at 0.885 and w_OLS at 0.48 without any computation.
 PRECOND_DISTANCE, PRECOND_GAP, ISO_DISTANCE, NONLIN_GAP, NONLIN_DISTANCE = 0.1, 0.02, 0.05, 0.02, 0.1
+PROBE_MARGIN = 0.5
 RIDGE_RATIO = 1.0
 NOISE_DISTANCE = 0.1
 
@@ -134,4 +144,20 @@ def theory() -> list[Claim]:
                threshold=RIDGE_RATIO,
                why="where the move toward ridge starts: 1 is equally close to both; ridge itself gives 0, one GD "
                    "step infinity"),
+        _claim(PROBES, X.PROBE_MARGIN_SEEDS[("linear", "xty")], op=">", id="probe-reads-xty",
+               source="Akyuerek et al. 2023 (Fig. 4)",
+               claim="a linear probe reads X^T Y from the trained decoder's query token (best layer, held-out R^2) "
+                     "better than from the untrained model's or the fixed-teacher model's: the margin, median over "
+                     "the seeds that learnt",
+               threshold=PROBE_MARGIN,
+               why="the controls give 0, states that hold the context or the prediction but compute nothing about "
+                   "-0.02, a state holding w_OLS 0.655: 0.5, half the variance"),
+        _claim(PROBES, X.PROBE_MARGIN_SEEDS[("linear", "w_ols")], op=">", id="probe-reads-least-squares-weights",
+               source="Akyuerek et al. 2023 (Fig. 4)",
+               claim="a linear probe reads the least-squares weights w_OLS from the trained decoder's query token "
+                     "(best layer, held-out R^2) better than from either control: the margin, median over the seeds "
+                     "that learnt",
+               threshold=PROBE_MARGIN,
+               why="the controls give 0, states that hold the context or the prediction but compute nothing about "
+                   "-0.02, a state holding X^T Y 0.655: 0.5, half the variance"),
     ]

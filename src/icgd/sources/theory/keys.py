@@ -31,3 +31,8 @@ RIDGE_RATIO_SHALLOW_SEEDS = "ridge_over_gd_one_layer_noisy_seeds"
 #: theory-ridge: each seed's held-out loss over the zero predictor's, worst over the models a claim reads
 RIDGE_LEARNT_DEEP_SEEDS = "loss_over_zero_deep_noisy_seeds"
 RIDGE_LEARNT_SHALLOW_SEEDS = "loss_over_zero_one_layer_noisy_seeds"
+
+#: theory-probes: for each (probe, target) -- probes "linear" and "mlp", targets "xty" (X^T Y) and "w_ols" --
+#: each seed's best-layer R^2 of the trained model minus the better of the two controls' (untrained model,
+#: fixed-teacher task)
+PROBE_MARGIN_SEEDS = {(p, t): f"margin_{p}_{t}_seeds" for p in ("linear", "mlp") for t in ("xty", "w_ols")}

@@ -15,6 +15,10 @@ AKYUREK = ("Akyuerek et al. 2023 (ICLR), sec. 4: with depth and noise the traine
            "regression's, one-layer models' match one GD step's; a figure of prediction differences, no number "
            "readable offline")
 
+AKYUREK_PROBES = ("Akyuerek et al. 2023 (ICLR), sec. 5, Fig. 4 (d = 4): probes recover X^T Y and w_OLS from the "
+                  "trained learner's late layers far better than on the fixed-teacher control task (dashed lines); "
+                  "a figure of probe errors, no number readable offline")
+
 #: {claim id: Reference}
 REFERENCES: dict[str, Reference] = {
     "precond-matches-closed-form": Reference(0.0, ZFB),
@@ -26,4 +30,6 @@ REFERENCES: dict[str, Reference] = {
     "nonlinear-step-is-scalar-gd": Reference(0.0, MAHANKALI),
     "ridge-closer-than-gd-deep-noisy": Reference(None, AKYUREK),
     "gd-closer-than-ridge-one-layer-noisy": Reference(None, AKYUREK),
+    "probe-reads-xty": Reference(None, AKYUREK_PROBES),
+    "probe-reads-least-squares-weights": Reference(None, AKYUREK_PROBES),
 }
