@@ -6,24 +6,9 @@ import pytest
 import torch
 
 from icgd.train import triton_attention as tk
+from test_compiled import _case, _reference  # the same cases and PyTorch products as the compiled kernel's
 
 pytestmark = pytest.mark.skipif("tk.import_error() is not None", reason="Triton is not installed")
-
-
-def _case(s_n, b, t, d, g, shared, dtype=torch.float64, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    r = lambda *shape: torch.randn(*shape, generator=gen, dtype=dtype)  # noqa: E731
-    x = r(b, t, d) if shared else r(s_n, b, t, d).requires_grad_()
-    return x, r(s_n, d, d).requires_grad_(), r(s_n, g, d).requires_grad_()
-
-
-def _reference(kind, x, n, q0, m, u, scale):
-    """The attention update in PyTorch: x (S, B, T, D) -> (S, B, T - q0, G)."""
-    if kind == "linear":
-        c = torch.einsum("sbnd,sbne->sbde", x[:, :, :n], x[:, :, :n]) * scale  # C per task
-        return torch.einsum("sbtd,sed,sbef,sgf->sbtg", x[:, :, q0:], m, c, u)  # U C M x_t
-    scores = torch.einsum("sbtd,sed,sbje->sbtj", x[:, :, q0:], m, x[:, :, :n])  # x_j . M x_t
-    return torch.einsum("sbtj,sbjd,sgd->sbtg", torch.softmax(scores, -1) * scale, x[:, :, :n], u)
 
 
 def _grads_close(out, ref, inputs, seed=9, **tol):

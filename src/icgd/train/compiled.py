@@ -191,14 +191,20 @@ def attention(tok: Tensor, m: Tensor, u: Tensor, n: int, q0: int, q1: int, scale
     dampening and clipping cost no extra pass over the tokens, forward or backward.
     tok (S, NB, TT, D, L) or shared by the seeds (NB, TT, D, L); m (S, D, D); u (S, G, D)
     -> (S, NB, q1 - q0, G, L). Shared tokens get no gradient."""
+    check_layer_args("compiled attention", residual, lam, clip, kind)
+    return CompiledAttention.apply(tok, m, u, n, q0, q1, scale, -1 if residual is None else residual,
+                                 lam, 0.0 if clip is None else clip, _PREFIX[kind])
+
+
+def check_layer_args(who: str, residual: int | None, lam: float, clip: float | None, kind: str) -> None:
+    """ValueError unless the arguments of one head's attention call fit (this kernel's and the Triton kernels'):
+    dampening and clipping only for a residual layer, a positive clip, a known kind."""
     if residual is None and (lam != 1.0 or clip is not None):
         raise ValueError("lam and clip apply to a residual layer: pass residual")
     if clip is not None and not clip > 0:
         raise ValueError(f"clip must be > 0, got {clip}")
     if kind not in _PREFIX:
-        raise ValueError(f"compiled attention: kind must be one of {sorted(_PREFIX)}, got {kind!r}")
-    return CompiledAttention.apply(tok, m, u, n, q0, q1, scale, -1 if residual is None else residual,
-                                 lam, 0.0 if clip is None else clip, _PREFIX[kind])
+        raise ValueError(f"{who}: kind must be one of {sorted(_PREFIX)}, got {kind!r}")
 
 
 class CompiledAttention(torch.autograd.Function):

@@ -211,6 +211,12 @@ register_model_kind(ModelKind(
     doc="kernel functional GD with learnt rates and kernel parameters (source 002's GD model)"))
 
 
+def _check_heads(d_model: int, n_heads: int) -> None:
+    """ValueError unless d_model is even (sine/cosine or learnt positions) and a multiple of n_heads."""
+    if d_model % n_heads or d_model % 2:
+        raise ValueError(f"d_model={d_model} must be even and a multiple of n_heads={n_heads}")
+
+
 class CausalLMConfig(ModelSection):
     """A small decoder-only LM for a text task (`icgd.learners.causal_lm.CausalLM`): byte embedding, sinusoidal
     positions, pre-norm blocks of causal softmax attention + MLP, tied output. `attention` takes the
@@ -239,8 +245,7 @@ class CausalLMConfig(ModelSection):
 
     @model_validator(mode="after")
     def _width(self) -> "CausalLMConfig":
-        if self.d_model % self.n_heads or self.d_model % 2:
-            raise ValueError(f"d_model={self.d_model} must be even and a multiple of n_heads={self.n_heads}")
+        _check_heads(self.d_model, self.n_heads)
         return self
 
     def check_task(self, task: Any) -> None:
@@ -284,8 +289,7 @@ class DecoderConfig(ModelSection):
 
     @model_validator(mode="after")
     def _width(self) -> "DecoderConfig":
-        if self.d_model % self.n_heads or self.d_model % 2:
-            raise ValueError(f"d_model={self.d_model} must be even and a multiple of n_heads={self.n_heads}")
+        _check_heads(self.d_model, self.n_heads)
         return self
 
     @property

@@ -25,7 +25,7 @@ import os
 import torch
 from torch import Tensor
 
-_KINDS = ("linear", "softmax")
+from icgd.train import compiled
 #: the largest tile (padded token count or width) one program keeps in registers; longer contexts use PyTorch
 MAX_TILE = 64
 _state: dict[str, object] = {}
@@ -120,12 +120,7 @@ def attention(tok: Tensor, m: Tensor, u: Tensor, n: int, q0: int, q1: int, scale
     o_t = U sum_i w_ti x_i, w_t = scale * softmax_i(x_i . M x_t). With `residual` (a coordinate r):
     clamp(x_t[r:r+G] + lam * o_t, -clip, clip) (no clamp when clip is None). Differentiable. CUDA tensors
     run the compiled kernels, CPU tensors Triton's interpreter (slow: for tests)."""
-    if residual is None and (lam != 1.0 or clip is not None):
-        raise ValueError("lam and clip apply to a residual layer: pass residual")
-    if clip is not None and not clip > 0:
-        raise ValueError(f"clip must be > 0, got {clip}")
-    if kind not in _KINDS:
-        raise ValueError(f"Triton attention: kind must be one of {list(_KINDS)}, got {kind!r}")
+    compiled.check_layer_args("Triton attention", residual, lam, clip, kind)
     return TritonAttention.apply(tok, m, u, n, q0, q1, scale, -1 if residual is None else residual,
                                  lam, 0.0 if clip is None else clip, kind == "softmax")
 
