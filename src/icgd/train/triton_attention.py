@@ -26,8 +26,10 @@ import torch
 from torch import Tensor
 
 from icgd.train import compiled
-#: the largest tile (padded token count or width) one program keeps in registers; longer contexts use PyTorch
-MAX_TILE = 64
+#: the largest tile (padded token count or width) one program keeps in registers; longer contexts use PyTorch.
+#: Compiled for sm_90 (H100/H200) with 4 warps, tiles of 16 keep everything in registers (at most 108 a thread),
+#: 32 spill 16 bytes a thread in the softmax backward, 64 spill up to 6.4 kB (tests/unit/test_triton.py).
+MAX_TILE = 32
 _state: dict[str, object] = {}
 
 
@@ -84,6 +86,42 @@ def from_blocks(x: Tensor, b: int) -> Tensor:
     return x[..., :b, :, :]
 
 
+
+
+def compile_for(arch: int = 90, tile: int = 16, softmax: bool = False, backward: bool = False,
+                num_warps: int = 4) -> dict[str, int]:
+    """Compile one kernel (float32, a residual layer with a clip) for a CUDA GPU of compute capability `arch`
+    (90: H100/H200) without one, through Triton's own ptxas, and read its resources from the machine code with
+    Triton's cuobjdump: {"registers", "stack", "shared"} (bytes for the last two; "stack" > 0: spills). What the
+    tests check offline: that the compiler takes the kernels the interpreter ran, and where they spill."""
+    import re
+    import subprocess
+    import tempfile
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    kernels = _kernels(interpret=False)
+    fn = kernels.backward if backward else kernels.forward
+    pointers = ["tok", "m", "u"] + (["gout", "gtok", "gm", "gu"] if backward else ["out"]) + ["consts"]
+    const = {"TP": tile, "DP": 16, "GP": 16, "SOFTMAX": softmax, "RESIDUAL": True, "CLIP": True}
+    if backward:
+        const["WANT_GTOK"] = True
+    sig = ({p: "*fp32" for p in pointers} | {a: "i32" for a in ("B", "T", "D", "G", "N", "Q0", "Q1", "G0", "tok_seed_stride")}
+           | {c: "constexpr" for c in const})
+    src = ASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(c),): v for c, v in const.items()})
+    compiled_kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = os.path.join(tmp, "kernel.cubin")
+        with open(cubin, "wb") as f:
+            f.write(compiled_kernel.asm["cubin"])
+        text = subprocess.run([tool, "--dump-resource-usage", cubin], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"REG:(\d+).*?STACK:(\d+).*?SHARED:(\d+)", text)
+    if found is None:
+        raise RuntimeError(f"cuobjdump gave no resource usage: {text[-300:]}")
+    return dict(zip(("registers", "stack", "shared"), map(int, found.groups())))
 
 
 def _kernels(interpret: bool):
