@@ -239,7 +239,7 @@ def compiled_heads(config: StackConfig, dtype: torch.dtype, device: torch.device
 
 def use_triton(dtype: torch.dtype, device: torch.device | str, n_tokens: int, width: int) -> bool:
     """Whether the fused path computes attention with the Triton kernels (`triton_attention.unavailable`):
-    float32/float64 on a CUDA device, Triton installed, tiles that fit."""
+    float32 on a CUDA device, Triton installed, tiles that fit."""
     return triton_attention.unavailable(dtype, device, n_tokens, width) is None
 
 

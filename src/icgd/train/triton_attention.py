@@ -2,7 +2,7 @@
 counterpart of the compiled C code (`icgd.train.compiled`), with the same arguments and the same math, on
 tokens in their natural layout (S, B, T, D).
 
-Why hand-written (docs/concepts/training.md, "Where a GPU's time goes"): from the second layer of a stack on,
+Why hand-written (docs/concepts/training.md, "Speed"): from the second layer of a stack on,
 the context tokens differ per seed, so the per-task products (C = ctx^T ctx, y C, the scores, the softmax,
 the weighted sum) are cuBLAS batched products of 11 x 11 matrices, one launch each (about 75 us a call,
 measured on an H100 on 2026-11-26), with every intermediate written to and read back from the GPU's memory.
@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from icgd.train import compiled
+
 #: the largest tile (padded token count or width) one program keeps in registers; longer contexts use PyTorch.
 #: Compiled for sm_90 (H100/H200) with 4 warps, tiles of 16 keep everything in registers (at most 108 a thread),
 #: 32 spill 16 bytes a thread in the softmax backward, 64 spill up to 6.4 kB (tests/unit/test_triton.py).
