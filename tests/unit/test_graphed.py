@@ -139,6 +139,8 @@ CAPTURABLE = {
                   {"task": {"kind": "bursty", "n_classes": 8, "n_labels": 4, "ways": 2},
                    "model": _LM | {"attention": {"momentum": 0.5, "learn_momentum": True}},
                    "eval": {"reference": "unigram"}}],
+    "decoder": [{"task": {"kind": "gaussian", "dx": 3, "n_context": 5, "n_queries": 2},
+                 "model": {"kind": "decoder", "d_model": 8, "n_heads": 2, "n_layers": 2}, "eval": {"reference": "zero"}}],
 }
 
 

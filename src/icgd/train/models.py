@@ -309,7 +309,7 @@ def _build_decoder(config: TrainConfigLike, dtype: torch.dtype, device: Any,
 
 
 register_model_kind(ModelKind(
-    "decoder", DecoderConfig, _build_decoder, tasks=("linear", "gaussian"),
+    "decoder", DecoderConfig, _build_decoder, tasks=("linear", "gaussian"), graph_capturable=True,
     example={"task": {"kind": "gaussian", "dx": 3, "n_context": 6},
              "model": {"kind": "decoder", "d_model": 16, "n_heads": 2, "n_layers": 2}},
     doc="a GPT-style regression transformer on interleaved x and y tokens (Akyuerek et al. 2023's model family)"))
