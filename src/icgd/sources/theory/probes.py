@@ -21,7 +21,7 @@ from icgd.core.metrics import evaluate
 from icgd.experiments.common import CURVE_TASKS, Size, eval_every, eval_tasks, median, size
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.explicit import ZeroPredictor
-from icgd.results.figures import COLORS, subplots
+from icgd.results.figures import COLORS, COLORS_2, subplots
 from icgd.sources.theory import keys as X
 from icgd.tasks import GaussianRegression
 from icgd.train.config import TrainConfig, build_config
@@ -140,8 +140,8 @@ def probes(ctx: ExperimentContext) -> None:
 
 
 def _figure(ctx: ExperimentContext, scores) -> None:
-    fig, axes = subplots(4, width=2.2, height=2.2)
-    styles = {"trained": (COLORS["tf"], "-"), "untrained": (COLORS["other"], ":"), "control task": (COLORS["gd"], "--")}
+    fig, axes = subplots(4, width=3.4, height=2.2)  # two panels a row: the linear probes above, the MLP's below
+    styles = {"trained": (COLORS["tf"], "-"), "untrained": (COLORS["other"], ":"), "control task": (COLORS_2["other"], "--")}
     for ax, (p, t) in zip(axes, [(p, t) for p in PROBES for t in TARGETS]):
         for kind, per_seed in scores.items():
             color, ls = styles[kind]
@@ -155,7 +155,7 @@ def _figure(ctx: ExperimentContext, scores) -> None:
         ax.set_xlabel("layer (0: before the first)")
         ax.set_ylabel("probe R^2 (held-out tasks)")
         ax.set_title(f"{p} probe: {'X^T Y' if t == 'xty' else 'w_OLS'}", fontsize=8)
-    axes[-1].legend(loc="lower right", fontsize=6, frameon=False)
+    axes[0].legend(loc="upper left", fontsize=6, frameon=False)
     fig.suptitle("what the query token's hidden state holds, layer by layer (R^2 below -0.1 drawn at -0.1)",
                  fontsize=8)
     ctx.figure("probes", fig)
