@@ -41,10 +41,15 @@ for r in d["models"]:
           f"{r['jax_seed_steps_per_s']}, engine/JAX {r['ratio_to_jax']}; {r['backend_reason']}")
 PY
 left=$((budget - SECONDS))
-echo "oswald full: ${left}s left, $workers workers, ICGD_CUDA_GRAPH=${ICGD_CUDA_GRAPH:-1}" | tee -a "$out/device.txt"
-timeout "$left" python -m icgd.cli verify oswald ${FULL:-} --device "$device" --workers "$workers" --quiet --json \
-  --out "$work/oswald" > "$out/oswald.json" 2> "$out/suites.err"
-echo "oswald full rc=$? at ${SECONDS}s" | tee -a "$out/device.txt"
+echo "oswald full: ${left}s left, $workers workers, ICGD_CUDA_GRAPH=${ICGD_CUDA_GRAPH:-1}, ICGD_TRITON=${ICGD_TRITON:-1}" \
+  | tee -a "$out/device.txt"
+if [ "$left" -gt 30 ]; then
+  timeout "$left" python -m icgd.cli verify oswald ${FULL:-} --device "$device" --workers "$workers" --quiet --json \
+    --out "$work/oswald" > "$out/oswald.json" 2> "$out/suites.err"
+  echo "oswald full rc=$? at ${SECONDS}s" | tee -a "$out/device.txt"
+else
+  echo "oswald full: not run, no time left in BUDGET_S=$budget" | tee -a "$out/device.txt"
+fi
 left=$((budget - SECONDS))
 if [ "$left" -gt 30 ]; then
   timeout "$left" python -m icgd.cli verify oswald ${QUICK:---quick} --device "$device" --workers "$workers" --quiet --json \
