@@ -5,7 +5,8 @@
 #      disagree, the rest runs with ICGD_TRITON=0 and says so);
 #   2. side-by-side speed: the graph step, the eager step and the same math in JAX (where importable), 1 and 8
 #      seeds, the three workloads (train_speed.json);
-#   3. the full linear suite (`icgd verify oswald`, full mode) on the GPU, its models trained side by side
+#   3. the full linear suite (`icgd verify oswald --retrain`, full mode: trained here, not read from the model
+#      store; FULL= overrides the flag) on the GPU, its models trained side by side
 #      (oswald.json: claims, seconds, profile; oswald-run.tar.gz: its run directories and model cache), within what is
 #      left of BUDGET_S seconds (default 560), then, time permitting, the quick suite (oswald-quick.json).
 # If the capture test fails, the suites run with ICGD_CUDA_GRAPH=0 (the eager step) and say so.
@@ -16,7 +17,7 @@ out="${OUT:-gpu-check}"
 budget="${BUDGET_S:-560}"
 workers="${WORKERS:-6}"
 device="${DEVICE:-cuda}"  # a dry run without a GPU: see above
-steps="${STEPS:-1000}"
+steps="${STEPS:-600}"  # the issue's table: 600 timed steps
 work=/tmp/gpu-check; rm -rf "$work"; mkdir -p "$out" "$work"
 export XLA_PYTHON_CLIENT_PREALLOCATE=false  # JAX takes memory as it needs it, beside torch
 python -c "import torch; print(torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA')" | tee "$out/device.txt"
@@ -27,7 +28,7 @@ timeout 150 python benchmarks/triton_check.py --device "$device" ${TRITON_CHECK:
 rc=$?; sed -n '1,/^largest/p' "$out/triton_check.txt" | tee -a "$out/device.txt"; tail -3 "$work/triton_check.err"
 echo "triton_check rc=$rc (kernel profiles in triton_check.txt)" | tee -a "$out/device.txt"
 [ "$rc" = 0 ] || export ICGD_TRITON=0
-timeout 240 python benchmarks/train_speed.py --device "$device" --seeds 1,8 --steps "$steps" --naive-steps 3 --json \
+timeout 300 python benchmarks/train_speed.py --device "$device" --seeds 1,8 --steps "$steps" --naive-steps 3 --json \
   > "$out/train_speed.json" 2> "$out/train_speed.err"; echo "train_speed rc=$? at ${SECONDS}s" | tee -a "$out/device.txt"
 python - "$out/train_speed.json" <<'PY'
 import json, sys
@@ -44,7 +45,7 @@ left=$((budget - SECONDS))
 echo "oswald full: ${left}s left, $workers workers, ICGD_CUDA_GRAPH=${ICGD_CUDA_GRAPH:-1}, ICGD_TRITON=${ICGD_TRITON:-1}" \
   | tee -a "$out/device.txt"
 if [ "$left" -gt 30 ]; then
-  timeout "$left" python -m icgd.cli verify oswald ${FULL:-} --device "$device" --workers "$workers" --quiet --json \
+  timeout "$left" python -m icgd.cli verify oswald ${FULL---retrain} --device "$device" --workers "$workers" --quiet --json \
     --out "$work/oswald" > "$out/oswald.json" 2> "$out/suites.err"
   echo "oswald full rc=$? at ${SECONDS}s" | tee -a "$out/device.txt"
 else
