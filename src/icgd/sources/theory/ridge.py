@@ -68,7 +68,7 @@ def ridge_over_gd(spd_ridge: float, spd_gd: float) -> float:
 @register("theory-ridge", "LSA stacks of 1, 2 and 4 layers on Gaussian covariates with and without label noise: "
           "squared prediction difference to GD (as many steps as layers), to Bayes ridge and to least squares",
           "source 004: Akyuerek et al. 2023 (GD and ridge over depth and noise)", quick_minutes=17,
-          full_minutes=300, models=_models, deviations=(
+          full_minutes=60, models=_models, deviations=(
               "Models are source 000's LSA stacks (separate layers) trained with its code's set-up; Akyuerek et "
               "al. train GPT-2-style transformers (softmax attention, MLPs, learnt read-in and read-out). "
               "Reason: the question here is whether the linear models the library's theory describes move "
