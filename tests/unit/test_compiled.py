@@ -48,14 +48,19 @@ def test_kernel_equals_the_torch_products(kind, s_n, b, t, n, q0, d, g, shared, 
         torch.testing.assert_close(a, r, rtol=1e-12, atol=1e-12)
 
 
-@needs_kernel
-@pytest.mark.parametrize("kind", ["linear", "softmax"])
-@pytest.mark.parametrize("q0,g,r,lam,clip,shared", [
+#: residual layers of one head (q0, G, residual coordinate, lam, clip, shared tokens): this kernel's and the
+#: Triton kernels' (tests/unit/test_triton.py)
+RESIDUAL_CASES = [
     (0, 7, 0, 1.0, 1.5, False),     # a whole layer: every row, every coordinate, clipped
     (0, 7, 0, 0.7, None, False),    # dampened, no clip
     (4, 2, 5, 0.7, 1.0, False),     # last layer: query rows, y-coordinates, dampened and clipped
     (4, 2, 5, 1.0, 1.0, True),      # tokens shared by the seeds (a 1-layer stack)
-])
+]
+
+
+@needs_kernel
+@pytest.mark.parametrize("kind", ["linear", "softmax"])
+@pytest.mark.parametrize("q0,g,r,lam,clip,shared", RESIDUAL_CASES)
 def test_kernel_residual_layer_equals_torch(kind, q0, g, r, lam, clip, shared):
     """residual=r: clamp(x_t[r:r+G] + lam * attention, -clip, clip), value and gradient, the clamp's
     gradient included (some entries clipped, not all)."""

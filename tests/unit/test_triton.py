@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from icgd.train import triton_attention as tk
-from test_compiled import _case, _reference  # the same cases and PyTorch products as the compiled kernel's
+from test_compiled import RESIDUAL_CASES, _case, _reference  # the compiled kernel's cases and PyTorch products
 
 pytestmark = pytest.mark.skipif("tk.import_error() is not None", reason="Triton is not installed")
 
@@ -34,12 +34,7 @@ def test_kernel_equals_the_torch_products(kind, s_n, b, t, n, q0, d, g, shared, 
 
 
 @pytest.mark.parametrize("kind", ["linear", "softmax"])
-@pytest.mark.parametrize("q0,g,r,lam,clip,shared", [
-    (0, 7, 0, 1.0, 1.5, False),     # a whole layer: every row, every coordinate, clipped
-    (0, 7, 0, 0.7, None, False),    # dampened, no clip
-    (4, 2, 5, 0.7, 1.0, False),     # last layer: query rows, y-coordinates, dampened and clipped
-    (4, 2, 5, 1.0, 1.0, True),      # tokens shared by the seeds (a 1-layer stack)
-])
+@pytest.mark.parametrize("q0,g,r,lam,clip,shared", RESIDUAL_CASES)
 def test_kernel_residual_layer_equals_torch(kind, q0, g, r, lam, clip, shared):
     """residual=r: clamp(x_t[r:r+G] + lam * attention, -clip, clip), value and gradient, the clamp's
     gradient included (some entries clipped, not all)."""
