@@ -77,19 +77,21 @@ def splits(ys: np.ndarray) -> bool:
 
 
 def band(ax, x: Sequence[float], ys: np.ndarray | Sequence[Sequence[float]], label: str, color: str | None,
-         per_seed: bool | None = None, **kw) -> None:
+         per_seed: bool | None = None, note: bool = True, **kw) -> None:
     """The median over the first axis of `ys` (seeds x points) with the seeds' range (min to max) as a band,
     which stays inside the measure's range (color None: the next one).
 
     per_seed: draw every seed as a thin line instead of the band; None (the default) does so where the seeds
-    split (`splits`), where a median and a band would hide what happens."""
+    split (`splits`), where a median and a band would hide what happens.
+    note: end the label with what is drawn ("(median of 5 seeds; band: range)"); False where a panel with many
+    curves says it once (its title), so that the legend stays short."""
     ys = np.asarray(ys, dtype=float)
     if ys.ndim == 1:
         ys = ys[None]
     n = ys.shape[0]
     lines = splits(ys) if per_seed is None else per_seed
     med = np.nanmedian(ys, 0)
-    what = "" if n == 1 else f" (median of {n} seeds{'; thin: each seed' if lines else '; band: range'})"
+    what = "" if n == 1 or not note else f" (median of {n} seeds{'; thin: each seed' if lines else '; band: range'})"
     (line,) = ax.plot(x, med, color=color, label=label + what, **kw)
     if n > 1 and lines:
         for y in ys:
@@ -126,9 +128,16 @@ def _labelled_ticks(lo: float, hi: float, leading: str) -> int:
     return count
 
 
-def legend_below(ax, ncol: int = 1) -> None:
-    """The legend under the axes, outside the data (for a panel whose curves leave no free corner)."""
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, fontsize=7, frameon=False)
+def legend_below(ax, ncol: int = 1, handles: tuple[list, list[str]] | None = None) -> None:
+    """The legend under the axes, outside the data (for a panel whose curves leave no free corner); handles:
+    (handles, labels) where they are not `ax`'s own (a twin axis's as well)."""
+    from matplotlib.transforms import offset_copy
+
+    # a fixed distance under the axes, below the tick labels and the x label whatever the panel's height (a
+    # fraction of the axes' height put it over the x label of a short panel)
+    below = offset_copy(ax.transAxes, fig=ax.figure, y=-30, units="points")
+    ax.legend(*(handles or ()), loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below, ncol=ncol,
+              fontsize=7, frameon=False)
 
 
 def heatmap(ax, m: np.ndarray, title: str, vmax: float | None = None) -> None:
@@ -137,6 +146,7 @@ def heatmap(ax, m: np.ndarray, title: str, vmax: float | None = None) -> None:
     ax.set_title(title)
     ax.set_xticks([])
     ax.set_yticks([])
+    ax.set_anchor("E")  # a square image in a wider panel sits beside its colorbar, not in the middle
     ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
 
 
