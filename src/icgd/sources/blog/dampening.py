@@ -20,7 +20,7 @@ from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.tuning import (
     tune_gd,
 )
-from icgd.results.figures import COLORS, band, subplots
+from icgd.results.figures import COLORS, COLORS_2, band, legend_below, subplots
 from icgd.sources.blog.deviations import BLOG_DEVIATIONS
 from icgd.sources.blog.keys import DAMPING_MEDIAN
 
@@ -85,15 +85,15 @@ def dampening(ctx: ExperimentContext) -> None:
     ctx.table("dampening_per_seed", per_seed)
     fig, axes = subplots(2, width=4.6)
     steps = np.arange(1, REPEATS + 1)
-    for lam, style in ((DAMPING, "-"), (1.0, ":")):
+    for lam, style, colors in ((DAMPING, "-", COLORS), (1.0, ":", COLORS_2)):
         tf_c, gd_c, _ = curves[lam]
-        band(axes[0], steps, tf_c, f"TF, lambda={lam:g}", COLORS["tf"], linestyle=style)
-        axes[0].plot(steps, gd_c, color=COLORS["gd"], linestyle=style, label=f"GD, eta*{lam:g}")
+        band(axes[0], steps, tf_c, f"TF, lambda={lam:g}", colors["tf"], linestyle=style)
+        axes[0].plot(steps, gd_c, color=colors["gd"], linestyle=style, label=f"GD, eta*{lam:g}")
     axes[0].set_yscale("log")
     axes[0].set_title("repeated application\n(tasks that diverged under either learner left out)", fontsize=8)
     axes[0].set_xlabel("number of applications")
     axes[0].set_ylabel("loss (mean over tasks)")
-    axes[0].legend(fontsize=7)
+    legend_below(axes[0])  # the curves span the panel: no free corner
     r = curves[DAMPING][2][0]
     finite = r[torch.isfinite(r)].numpy()
     axes[1].hist(np.log10(finite), bins=60, color=COLORS["tf"])

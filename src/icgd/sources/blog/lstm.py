@@ -155,13 +155,16 @@ def lstm(ctx: ExperimentContext) -> None:
                ", ".join(f"{n} {med[n]['sensitivity_cosine']:.3f}" for n in bid))
     ctx.table("lstm", rows)
     fig, axes = subplots(4)
-    for names, color, label in ((uni, COLORS["other"], "LSTM"), (bid, COLORS["gdpp"], "BiLSTM")):
-        axes[0].plot([], [], color=color, label=label)
-        for n, k in zip(names, ks):
-            band(axes[0], *_relative_curve(models[n]), "_", color, alpha=0.35 + 0.65 * k / ks[-1])
+    from matplotlib import colormaps
+
+    for names, color, cmap, label in ((uni, COLORS["other"], "Oranges", "LSTM"),
+                                      (bid, COLORS["gdpp"], "Greens", "BiLSTM")):
+        for n, k in zip(names, ks):  # a darker shade of the family's hue for more layers
+            band(axes[0], *_relative_curve(models[n]), "_", colormaps[cmap](0.35 + 0.65 * k / ks[-1]))
         for ax, key in zip(axes[1:], ("loss", "sensitivity_cosine", "prediction_difference")):
-            ax.plot(ks, [med[n][key] for n in names], marker="o", color=color, label=label)
-    band(axes[0], *_relative_curve(lsa), "LSA, 1 layer", COLORS["tf"])
+            per_seed = np.array([[r[key] for r in rows if r["model"] == n] for n in names]).T  # seeds x depths
+            band(ax, ks, per_seed, label, color, note=False, marker="o")
+    band(axes[0], *_relative_curve(lsa), "LSA, 1 layer", COLORS["tf"], note=False)
     for ax, key in zip(axes[1:], ("loss", "sensitivity_cosine", "prediction_difference")):
         ax.axhline(med["lsa-1"][key], color=COLORS["tf"], linestyle="--", label="LSA, 1 layer")
         ax.set_xticks(ks)
@@ -173,7 +176,10 @@ def lstm(ctx: ExperimentContext) -> None:
     axes[0].set_title("held-out loss during training\n(darker: more layers)")
     axes[0].set_xlabel("training step")
     axes[0].set_ylabel("loss / one GD step on the same tasks")
-    axes[0].legend(fontsize=6, handlelength=1.2)
-    label_axes(axes[1:], ("loss (median seed)", "sensitivity cosine with GD", "prediction difference to GD"),
-               ("loss", "cosine", "||y - y_GD||"), xlabel="layers")
+    label_axes(axes[1:], ("loss", "sensitivity cosine with GD", "prediction difference to GD"),
+               ("loss", "cosine", "||y - y_GD||"), xlabel="layers", legend=False)
+    # one legend for the four panels, under them (inside, it covered the curves and the tick labels)
+    fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncol=5, fontsize=7, frameon=False)
+    fig.suptitle(f"median of {len(ctx.seeds)} seeds; shaded: their range, or thin lines: each "
+                 "seed where they go apart", fontsize=8)
     ctx.figure("lstm", fig)

@@ -3,6 +3,8 @@ as many steps: `blog-scaling`."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from icgd.core.metrics import evaluate
 from icgd.experiments.common import eval_tasks, median, seed_learners, tune_tasks
 from icgd.experiments.linear_setup import authors_steps, one_layer_model, train_config
@@ -12,7 +14,7 @@ from icgd.learners.tuning import (
     tune_gd,
     tune_gdpp,
 )
-from icgd.results.figures import COLORS, label_axes, subplots
+from icgd.results.figures import COLORS, band, label_axes, legend_below, subplots
 from icgd.sources.blog.deviations import BLOG_DEVIATIONS
 from icgd.sources.blog.keys import (
     RATIO_CONTEXT,
@@ -79,6 +81,7 @@ def scaling(ctx: ExperimentContext) -> None:
     gd10 = tune_gd(tune10, 1)
     losses10 = [evaluate(lr, ev10).mean for lr in tf10]  # the N = 10 point and the 1-layer depth point
     by_n: dict[int, dict[str, float]] = {}
+    seeds_n: dict[int, tuple[list[float], list[float]]] = {}  # per seed: (trained at N, trained at 10)
     for n in CONTEXT_SIZES:
         if n == 10:
             ev, gd, res, losses = ev10, gd10, run10, losses10
@@ -94,6 +97,7 @@ def scaling(ctx: ExperimentContext) -> None:
                "tf10_loss": median(cross), "gd10_loss": evaluate(gd10, ev).mean,
                "zero_loss": evaluate(ZeroPredictor(), ev).mean}
         by_n[n] = rec
+        seeds_n[n] = (losses, cross)
         rows += [{"study": "context", "n_context": n, "seed": s, "tf_loss": lo, "tf_trained_at_10_loss": c}
                  | {k: v for k, v in rec.items() if k not in ("tf_loss", "tf10_loss")}
                  for s, lo, c in zip(res.config.seeds, losses, cross)]
@@ -112,6 +116,7 @@ def scaling(ctx: ExperimentContext) -> None:
                + "; GD with the N = 10 eta (its step divides by N): "
                + ", ".join(f"{by_n[n]['gd10_loss']:.4f}" for n in ns))
     by_k: dict[int, dict[str, float]] = {}
+    seeds_k: dict[int, list[float]] = {}
     for k in DEPTHS:
         if k == 1:  # the 1-layer model, GD and tasks of the N = 10 point
             res, losses, gd = run10, losses10, gd10
@@ -120,6 +125,7 @@ def scaling(ctx: ExperimentContext) -> None:
             losses = [evaluate(lr, ev10).mean for lr in seed_learners(res)]
             gd = tune_gd(tune10, k)
         gdpp = tune_gdpp(tune10, k) if k > 1 else gd
+        seeds_k[k] = losses
         by_k[k] = {"tf_loss": median(losses), "gd_loss": evaluate(gd, ev10).mean,
                    "gdpp_loss": evaluate(gdpp, ev10).mean}
         rows += [{"study": "depth", "layers": k, "seed": s, "tf_loss": lo} | {
@@ -135,16 +141,17 @@ def scaling(ctx: ExperimentContext) -> None:
                    for k in DEPTHS))
     ctx.table("scaling", rows)
     fig, axes = subplots(2)
-    axes[0].plot(ns, [by_n[n]["tf_loss"] for n in ns], marker="o", color=COLORS["tf"], label="LSA trained at each N")
+    # the trained models: median over seeds with their range (seeds x points)
+    band(axes[0], ns, np.array([seeds_n[n][0] for n in ns]).T, "LSA trained at each N", COLORS["tf"], marker="o")
     axes[0].plot(ns, [by_n[n]["gd_loss"] for n in ns], marker="s", linestyle="--", color=COLORS["gd"],
                  label="one GD step, eta tuned at each N")
-    axes[0].plot(ns, [by_n[n]["tf10_loss"] for n in ns], marker="^", linestyle=":", color=COLORS["other"],
-                 label="LSA trained at N = 10")
+    band(axes[0], ns, np.array([seeds_n[n][1] for n in ns]).T, "LSA trained at N = 10", COLORS["other"],
+         marker="^", linestyle=":")
     axes[0].plot(ns, [by_n[n]["zero_loss"] for n in ns], color="grey", linestyle=":", label="zero predictor")
     axes[0].set_xscale("log", base=2)
     axes[0].minorticks_off()
     axes[0].set_xticks(ns, [str(n) for n in ns])
-    axes[1].plot(DEPTHS, [by_k[k]["tf_loss"] for k in DEPTHS], marker="o", color=COLORS["tf"], label="LSA")
+    band(axes[1], DEPTHS, np.array([seeds_k[k] for k in DEPTHS]).T, "LSA", COLORS["tf"], marker="o")
     axes[1].plot(DEPTHS, [by_k[k]["gd_loss"] for k in DEPTHS], marker="s", linestyle="--", color=COLORS["gd"],
                  label="GD, as many steps")
     axes[1].plot(DEPTHS, [by_k[k]["gdpp_loss"] for k in DEPTHS], marker="s", linestyle="--", color=COLORS["gdpp"],
@@ -152,6 +159,8 @@ def scaling(ctx: ExperimentContext) -> None:
     axes[1].set_xticks(DEPTHS)
     for ax in axes:
         ax.set_yscale("log")
-    label_axes(axes[:1], ("test loss vs context size (median seed)",), ("loss",), xlabel="context size N")
-    label_axes(axes[1:], ("test loss vs depth (median seed)",), ("loss",), xlabel="layers (GD steps)")
+    label_axes(axes[:1], ("test loss vs context size",), ("loss",), xlabel="context size N", legend=False)
+    label_axes(axes[1:], ("test loss vs depth",), ("loss",), xlabel="layers (GD steps)", legend=False)
+    for ax in axes:  # the curves span the panels: no free corner
+        legend_below(ax)
     ctx.figure("scaling", fig)
