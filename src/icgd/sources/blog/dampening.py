@@ -83,7 +83,7 @@ def dampening(ctx: ExperimentContext) -> None:
                    f"applications {ctx.results[f'{key}.max_relative_tf_gd_difference_median']:.3g}")
     ctx.table("dampening", rows)
     ctx.table("dampening_per_seed", per_seed)
-    fig, axes = subplots(2, width=4.6)
+    fig, axes = subplots(2, width=4.6, height=3.2)
     steps = np.arange(1, REPEATS + 1)
     for lam, style, colors in ((DAMPING, "-", COLORS), (1.0, ":", COLORS_2)):
         tf_c, gd_c, _ = curves[lam]

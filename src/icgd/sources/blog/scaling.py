@@ -140,7 +140,7 @@ def scaling(ctx: ExperimentContext) -> None:
                    f"{k} layer(s) {by_k[k]['tf_loss']:.4f} / {by_k[k]['gd_loss']:.4f} / {by_k[k]['gdpp_loss']:.4f}"
                    for k in DEPTHS))
     ctx.table("scaling", rows)
-    fig, axes = subplots(2)
+    fig, axes = subplots(2, height=3.6)  # the legends under the panels
     # the trained models: median over seeds with their range (seeds x points)
     band(axes[0], ns, np.array([seeds_n[n][0] for n in ns]).T, "LSA trained at each N", COLORS["tf"], marker="o")
     axes[0].plot(ns, [by_n[n]["gd_loss"] for n in ns], marker="s", linestyle="--", color=COLORS["gd"],
