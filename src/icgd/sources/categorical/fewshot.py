@@ -28,7 +28,7 @@ from icgd.experiments.common import (
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.kernel_gd import KernelGD
 from icgd.nn.kernels import get_kernel
-from icgd.results.figures import band, label_axes, subplots
+from icgd.results.figures import band, label_axes, legend_below, subplots
 from icgd.sources.categorical.keys import (
     FEWSHOT_ACCURACY,
     FEWSHOT_ACCURACY_SEEDS,
@@ -214,15 +214,17 @@ def fewshot(ctx: ExperimentContext) -> None:
              "3 classes x 10 shots, 5 queries per class. Initial rates N(0, 1) x 0.002 (the authors' later code); "
              f"the grid baseline: rates 1, kernel parameter from {TUNE_GRID} x its default, chosen on training "
              f"classes; accuracies on {n_eval} held-out episodes.")
-    fig, (ax, ax_early) = subplots(2, width=10.0, height=3.6)
+    fig, (ax, ax_early) = subplots(2, width=3.6, height=4.4)  # side by side, the legends under them
     for i, (kernel, (steps, ys, before, grid_acc, first, early_ys, before_k)) in enumerate(fig_data.items()):
         band(ax, steps, ys, f"{kernel} attention (GD model)", f"C{i}")
         ax.axhline(grid_acc, color=f"C{i}", ls="--", lw=1, label=f"{kernel}: grid-tuned, untrained")
-        ax.plot([steps[0]], [before], marker="x", color=f"C{i}")
+        ax.plot([steps[0]], [before], marker="x", linestyle="none", color=f"C{i}", label=f"{kernel}: untrained")
         band(ax_early, [0, *first], np.column_stack([before_k, early_ys]), kernel, f"C{i}")
         ax_early.axhline(0.95 * float(np.median(ys[:, -1])), color=f"C{i}", ls=":", lw=1)
     for a in (ax, ax_early):
         a.axhline(1 / 3, color="grey", ls=":", label="chance")
-    label_axes([ax, ax_early], [f"3-way 10-shot, {name}", "the first steps (dotted: 95% of the final accuracy)"],
-               ["accuracy on held-out classes", "accuracy on held-out classes"])
+    label_axes([ax, ax_early], [f"3-way 10-shot, {name}", "the first steps\n(dotted: 95% of the final accuracy)"],
+               ["accuracy on held-out classes", "accuracy on held-out classes"], legend=False)
+    for a in (ax, ax_early):  # the curves rise from the untrained accuracy to the tuned one: no free corner
+        legend_below(a)
     ctx.figure("fewshot", fig)

@@ -20,7 +20,7 @@ from icgd.experiments.common import (
 )
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.nn.kernels import get_kernel
-from icgd.results.figures import band, grid, label_axes, subplots
+from icgd.results.figures import band, grid, label_axes, legend_below, subplots
 from icgd.sources.categorical.keys import (
     GD_MSE,
     PRED_DIFF,
@@ -150,13 +150,16 @@ def gd_vs_tf(ctx: ExperimentContext) -> None:
             if heads == 1:
                 steps, ys = curves(tf_res, "eval_loss")
                 color = f"C{i}"
-                band(ax, steps, ys, f"TF {kernel}", color, per_seed=True)  # a seed stuck on a plateau shows as itself
+                # a seed stuck on a plateau shows as itself; the title says what the lines are, the legend the kernels
+                band(ax, steps, ys, kernel, color, per_seed=True, note=False)
                 ax.axhline(gd_mse, color=color, ls="--", lw=1)
                 if kernel in FIGURE_KERNELS:
                     fitted[kernel] = (gd, tfs[0])
     ax.axhline(prior, color="grey", ls=":", lw=1, label="prior 1/C")
     ax.set_yscale("log")
-    label_axes([ax], ["Trained TF (solid) vs GD model (dashed), 1 layer, 1 head"], [MSE_LABEL])
+    label_axes([ax], [f"Trained TF (solid: median of {len(ctx.seeds)} seeds; thin: each seed)\nvs GD model (dashed), "
+                      "1 layer, 1 head"], [MSE_LABEL], legend=False)
+    legend_below(ax, ncol=5)  # nine kernels: the legend would cover the curves
     ctx.figure("training", fig)
     ctx.table("gd_vs_tf", rows)
     ctx.note("Template of every model here: the XOR quadrant templates (`templates: xor`). Untrained TF: the "
@@ -182,8 +185,8 @@ def probability_maps(ctx: ExperimentContext, fitted: dict[str, tuple[Any, Any]],
             p = p.reshape(100, 100, c)
             for cat in range(c):
                 ax = axes[row * c + cat]
-                ax.imshow(p[:, :, cat].T.clamp(0, 1).numpy(), origin="lower", extent=(-1, 1, -1, 1), vmin=0, vmax=1,
-                          cmap="viridis")
+                im = ax.imshow(p[:, :, cat].T.clamp(0, 1).numpy(), origin="lower", extent=(-1, 1, -1, 1), vmin=0,
+                               vmax=1, cmap="viridis")
                 for k in range(c):
                     pts = ep.context_x[0][labels[0] == k]
                     ax.scatter(pts[:, 0], pts[:, 1], s=14, marker="osD^v"[k % 5],
@@ -191,6 +194,7 @@ def probability_maps(ctx: ExperimentContext, fitted: dict[str, tuple[Any, Any]],
                 ax.set_title(f"{name}: p(category {cat})", fontsize=8)
                 ax.set_xticks([])
                 ax.set_yticks([])
+        fig.colorbar(im, ax=axes, shrink=0.5, label="probability")
         fig.suptitle(f"{kernel} attention, one layer, one head (probabilities clamped to [0, 1] for display)",
                      fontsize=9)
         ctx.figure(f"maps_{kernel}", fig)
