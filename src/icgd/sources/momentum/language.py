@@ -222,7 +222,7 @@ def _momentum_figure(ctx: ExperimentContext, runs, ppl, lengths) -> None:
     label_axes(axes, ["validation perplexity during training", "validation perplexity by length"],
                ["perplexity per token", "perplexity per token"])
     axes[1].set_xlabel("window length (tokens)")
-    fig.suptitle("vanilla vs momentum attention (mean +- std over seeds)")
+    fig.suptitle("vanilla vs momentum attention")  # the legends say what is drawn: a median and the seeds
     ctx.figure("momentum", fig)
 
 

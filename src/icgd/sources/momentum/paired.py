@@ -195,7 +195,7 @@ def per_seed_figure(ctx: ExperimentContext, name: str, rows: list[dict[str, Any]
                     mark: tuple[dict[int, float], str] | None = None) -> None:
     """One dot per seed and model at each setting; `level` (values by setting, label) drawn as a dashed line
     (chance, the zero predictor), `mark` as a black tick per setting (a reference learner)."""
-    from icgd.results.figures import label_axes, subplots
+    from icgd.results.figures import label_axes, legend_below, subplots
 
     fig, axes = subplots(1, width=4.6, height=3.4)
     ax = axes[0]
@@ -210,6 +210,6 @@ def per_seed_figure(ctx: ExperimentContext, name: str, rows: list[dict[str, Any]
         ax.hlines([mark[0][n] for n in settings], xs - 0.2, xs + 0.2, color="k", lw=1.2, label=mark[1])
     ax.set_xticks(xs, [str(n) for n in settings])
     ax.set_xlim(-0.5, len(settings) - 0.5)
-    label_axes(axes, [title], [ylabel], xlabel=xlabel)
-    ax.legend(fontsize=7)
+    label_axes(axes, [title], [ylabel], xlabel=xlabel, legend=False)
+    legend_below(ax, ncol=2)  # the reference line runs along the top, where a legend inside would cover it
     ctx.figure(name, fig)
