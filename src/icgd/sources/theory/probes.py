@@ -155,7 +155,7 @@ def _figure(ctx: ExperimentContext, scores) -> None:
         ax.set_xlabel("layer (0: before the first)")
         ax.set_ylabel("probe R^2 (held-out tasks)")
         ax.set_title(f"{p} probe: {'X^T Y' if t == 'xty' else 'w_OLS'}", fontsize=8)
-    axes[0].legend(loc="upper left", fontsize=6, frameon=False)
+    axes[0].legend(loc="upper left", fontsize=7, frameon=False)
     fig.suptitle("what the query token's hidden state holds, layer by layer (R^2 below -0.1 drawn at -0.1)",
                  fontsize=8)
     ctx.figure("probes", fig)

@@ -124,7 +124,7 @@ def ridge(ctx: ExperimentContext) -> None:
                              f"to ridge {median(per[(dep, noise)]['ridge']):.4f}" for dep in DEPTHS))
     fig, axes = subplots(2, width=3.0, height=2.5)
     for ax, noise in zip(axes, NOISES):
-        for key, color, name in (("gd", COLORS["gd"], "GD (steps = layers)"), ("ridge", COLORS["tf"], "Bayes ridge"),
+        for key, color, name in (("gd", COLORS["gd"], "GD, steps = layers"), ("ridge", COLORS["tf"], "Bayes ridge"),
                                  ("least squares", COLORS["other"], "least squares")):
             band(ax, list(DEPTHS), curves[noise][key], name, color, marker="o", markersize=3)
         ax.set_yscale("log")
@@ -132,6 +132,6 @@ def ridge(ctx: ExperimentContext) -> None:
         ax.set_xlabel("layers")
         ax.set_ylabel("SPD / mean y^2")
         ax.set_title(f"label noise std {noise:g}" + (" (ridge = least squares)" if noise == 0 else ""), fontsize=8)
-    axes[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), fontsize=6, frameon=False)
+    axes[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), fontsize=7, frameon=False)
     fig.suptitle("trained LSA stacks: distance to GD and to ridge", fontsize=8)
     ctx.figure("ridge", fig)
