@@ -207,7 +207,7 @@ def _copy_study(ctx: ExperimentContext, setup: str) -> None:
     gd_loss = evaluate(gd, ev).mean
     gd2_loss = evaluate(tune_gd(tune, 2), ev).mean
     zero = evaluate(ZeroPredictor(), ev).mean
-    fig, axes = subplots(4, width=3.9, height=3.1)
+    fig, axes = subplots(4, width=3.6, height=2.9)  # 2 x 2
     rows, summary = [], {}
 
     def by_seed(key: str, values: list[float]) -> None:
@@ -228,19 +228,19 @@ def _copy_study(ctx: ExperimentContext, setup: str) -> None:
         res, track = ctx.train_tracked(_copy_label(first, setup), cfg, eval_every(ctx, n_steps, 30), measure)
         steps = [r["step"] for r in track]
         loss_steps, losses = curves(res, "eval_loss")
-        band(axes[0], loss_steps, losses, f"{first} first layer", color, per_seed=True)
+        band(axes[0], loss_steps, losses, f"{first} first layer", color, per_seed=True, note=False)
         for k, style in (("neighbour", "-"), ("others", ":"), ("self", "--")):
             ys = np.array([[r[f"seed{s}.{k}"] for r in track] for s in ctx.seeds])
             ax = axes[1] if first == "softmax" else axes[2]
             band(ax, steps, ys, "s = t + 1" if k == "neighbour" else ("s = t" if k == "self" else "other s"),
                  {"neighbour": COLORS["tf"], "others": COLORS["other"], "self": COLORS["gd"]}[k], per_seed=True,
-                 linestyle=style)
+                 note=False, linestyle=style)
             if first == "softmax":  # Fig. 5 right: the authors' own measure (analyse_copy)
                 ys = np.array([[r[f"seed{s}.code_{k}"] for r in track] for s in ctx.seeds])
                 band(axes[3], steps, ys, {"neighbour": "d t(e_j) / d e_j+1", "others": "d t(e_j) / d e_other",
                                           "self": "d t(e_j) / d e_j"}[k],
                      {"neighbour": COLORS["tf"], "others": COLORS["other"], "self": COLORS["gd"]}[k], per_seed=True,
-                     linestyle=style)
+                     note=False, linestyle=style)
         per_seed = []
         for i, (s, learner) in enumerate(zip(ctx.seeds, seed_learners(res))):
             loss = evaluate(learner, ev).mean
@@ -285,17 +285,18 @@ def _copy_study(ctx: ExperimentContext, setup: str) -> None:
     axes[0].axhline(gd_loss, color=COLORS["gd"], linestyle="--", label="1 step of GD")
     axes[0].axhline(gd2_loss, color=COLORS["gdpp"], linestyle=":", label="2 steps of GD")
     axes[0].set_ylabel("held-out loss")
-    axes[0].set_title("loss (one line per seed)")
-    axes[0].legend(fontsize=6)
+    axes[0].set_title("loss")
+    axes[0].legend()
     axes[1].set_title("softmax first layer: |d out_t / d in_s|")
     axes[2].set_title("linear first layer: |d out_t / d in_s|")
-    axes[3].set_title("softmax first layer, the code's measure (Fig. 5 right)")
+    axes[3].set_title("softmax first layer, the code's measure\n(Fig. 5 right)")
     axes[3].set_ylabel("norm of the task-mean gradient")
-    axes[3].legend(fontsize=6)
+    axes[3].legend()
     for ax in axes[1:3]:
         ax.set_ylabel("mean Frobenius norm")
         ax.set_yscale("log")
-        ax.legend(fontsize=6)
+        ax.legend()
+    fig.suptitle(f"the copy layer over training (thick: median of {len(ctx.seeds)} seeds; thin: each seed)")
     ctx.figure("copy", fig)
     ctx.table("copy", rows)
     ctx.result("gd1_loss", gd_loss)

@@ -24,7 +24,7 @@ from icgd.experiments.common import (
 )
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.explicit import ZeroPredictor
-from icgd.results.figures import COLORS, band, heatmap, label_axes, subplots
+from icgd.results.figures import COLORS, band, heatmap, label_axes, legend_below, subplots
 from icgd.sources.oswald.keys import (
     SINE_LOSS_RATIO_MAX,
     SINE_MEDIAN,
@@ -241,8 +241,10 @@ def _alignment_curves(ctx: ExperimentContext, tf_run: TrainResult, controls: lis
     right.axhline(1.0, color="grey", linestyle="--", linewidth=0.6)
     right.set_ylabel("cosine")
     right.spines["right"].set_visible(True)
-    ax.legend(fontsize=7, loc="center right")
-    right.legend(fontsize=7, loc="upper right")
+    # one legend for both axes, under them: the cosine runs along the top, the norms anywhere below it
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = right.get_legend_handles_labels()
+    legend_below(ax, handles=(h2 + h1, l2 + l1))
     fig.suptitle("TF vs the trained control over training (Fig. 4 middle)")
     ctx.figure("sine_alignment", fig)
 
@@ -277,7 +279,8 @@ def _sine_figures(ctx: ExperimentContext, tf_run: TrainResult, gd_run: TrainResu
         ax.set_title(f"task {k + 1}: A = {a:.2f}, phi = {ph:.2f}")
         ax.set_xlabel("x")
         ax.set_ylabel("y")
-    axes[1].legend(fontsize=6)
+    # one legend for the three task panels, under the figure: the sines fill their panels
+    fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=7, frameon=False)
     fig.suptitle(f"Sine-wave regression, seed {s0}: functions before and after the in-context update")
     ctx.figure("sine_functions", fig)
     # the kernel view (Prop. 2): k(x, x') between query-like tokens (y = 0)
@@ -287,7 +290,7 @@ def _sine_figures(ctx: ExperimentContext, tf_run: TrainResult, gd_run: TrainResu
         k_tf = tf.kernel(xs).numpy()
         pv = (tf.attn.w_o @ tf.attn.w_v).sum(0)[-1, -1].item()  # how the target entry is carried
         k_tf = -k_tf * pv  # the TF's update is not divided by N
-    fig, axes = subplots(2, width=3.8, height=3.4)
+    fig, axes = subplots(2, width=3.6, height=3.0)  # side by side
     heatmap(axes[0], k_gd, "control: (eta/N) m(x)^T m(x')")
     heatmap(axes[1], k_tf, "TF: -(PW_V)_yy (W_K h(x))^T W_Q h(x')")
     for ax in axes:
