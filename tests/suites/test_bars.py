@@ -608,3 +608,33 @@ def test_fewshot_confidence_and_split_bars_fail_untrained_models():
     wrong, noise = max(one_left) - min(one_left), max(draws) - min(draws)
     assert not agree.holds(agree.measure({"categorical-fewshot": {key: wrong}})), wrong
     assert agree.holds(agree.measure({"categorical-fewshot": {key: noise}})), noise
+
+
+def test_depths_ood_bar_reads_alphas_where_gdpp_learns_and_fails_one_step_too_few():
+    """depths-ood-near-gdpp (measure changed after its FAIL at 1.09e11): at input scales 1, 1.25, 1.5 the
+    3-step GD++ without a token clip diverges beyond 1 (worse than the zero predictor) and those alphas are left
+    out; where it learns, GD++ itself passes, one GD++ step too few and GD with as many steps fail."""
+    from icgd.claims.base import PremiseNotMet
+    from icgd.sources.oswald.shared import deviation_where_learns
+
+    claim = _claim("oswald", "depths-ood-near-gdpp")
+    tune = _tasks(2000, 0)
+    ref, fewer, gd = tune_gdpp(tune, 3), tune_gdpp(tune, 2), tune_gd(tune, 3)
+    devs: dict[str, list[float]] = {"gdpp": [], "fewer": [], "gd": []}
+    left_out = []
+    for i, a in enumerate((1.0, 1.25, 1.5)):
+        ev = _tasks(2000, 10 + i, input_scale=a)
+        g, zero = evaluate(ref, ev).mean, evaluate(ZeroPredictor(), ev).mean
+        for name, learner in (("gdpp", ref), ("fewer", fewer), ("gd", gd)):
+            dev = deviation_where_learns(evaluate(learner, ev).mean, g, zero)
+            if dev is None:
+                left_out.append(a)
+            else:
+                devs[name].append(dev)
+    assert set(left_out) == {1.25, 1.5}, left_out  # GD++ learns at 1 only
+    holds = {k: claim.holds(claim.measure({"oswald-depth": {X.DEPTH_OOD_LEARNT_MAX: max(v)}}))
+             for k, v in devs.items()}
+    assert holds == {"gdpp": True, "fewer": False, "gd": False}, devs
+    with pytest.raises(PremiseNotMet):
+        claim.measure({"oswald-depth": {X.DEPTH_OOD_LEARNT_MAX: None}})
+    assert deviation_where_learns(2.0, 5.0, 4.0) is None and deviation_where_learns(2.0, 1.0, 4.0) == 1.0

@@ -23,6 +23,9 @@ DEEP_TF_MEDIAN_BOOT = "{tag}.tf_loss_median_boot"
 DEEP_BOOT = "{key}_boot"  # of a reference's loss key, e.g. five.gdpp_loss_boot
 DEEP_OOD = "{tag}.ood_max_relative_deviation_vs_gdpp_alpha_le_1_5"  # A2_FAMILIES, median seed
 DEEP_OOD_ALL = "{tag}.ood_max_relative_deviation_vs_gdpp_alpha_le_1_5_all_families"
+# A2_FAMILIES at the alphas where GD++ beats the zero predictor (None: at none), and the alphas left out
+DEEP_OOD_LEARNT = "{tag}.ood_max_relative_deviation_vs_gdpp_alpha_le_1_5_where_gdpp_learns"
+DEEP_OOD_LEFT_OUT = "{tag}.ood_alphas_left_out_gdpp_diverges"
 REC2_INTERPOLATION = "rec2.interpolation_to_gdpp_max_increase_median"
 REC2_INTERPOLATION_WORST = "rec2.interpolation_to_gdpp_max_increase_worst_seed"
 FIVE_INTERPOLATION = "five.interpolation_to_gdpp_max_increase_median"
@@ -34,6 +37,7 @@ LN2_LOSS_OVER_GDPP = "layernorm-between.loss_over_gdpp_median"
 DEPTH_MAX_TF_OVER_GD = "max_tf_over_gd_depths_2_4"  # oswald-depth
 DEPTH_MAX_PD_RATIO = "max_pd_gdpp_over_pd_gd"
 DEPTH_OOD_MAX = "ood_max_relative_deviation_vs_gdpp_alpha_le_1_5"
+DEPTH_OOD_LEARNT_MAX = "ood_max_relative_deviation_vs_gdpp_alpha_le_1_5_where_gdpp_learns"  # None: nowhere
 KAPPA_RATIO = "median_kappa_ratio_at_gamma_tf"  # oswald-curvature
 GAMMA_TIMES_LAMBDA_MAX = "gamma_tf_times_lambda_max_p99"
 N_SWEEP_GAMMA_TIMES_LAMBDA_MAX = "n_sweep.max_gamma_times_lambda_max_p99"

@@ -147,7 +147,8 @@ NOTES: dict[str, dict[str, Reference]] = {
         "rec2-ood-matches-gdpp-all-families": _not_saved("Fig. 6b (out of distribution, recurrent 2 layers)"),
         "five-ood-near-gdpp": _not_saved("Fig. 6c (out of distribution, 5 layers)"),
         **{cid: _not_saved("Figs. 7 and 8 (depth variants)")
-           for cid in ("depths-closer-to-gdpp", "depths-ood-near-gdpp", "depths-beat-gd")},
+           for cid in ("depths-closer-to-gdpp", "depths-ood-near-gdpp", "depths-ood-near-gdpp-every-alpha",
+                       "depths-beat-gd")},
         **{cid: Reference(None, "none: Fig. 13 is not made by the authors' code, and the text's numbers for it (the "
                                 "sweep's N, the eigenvalue cut, the gammas read off) were lost in extraction")
            for cid in ("curvature", "curvature-eigenvalues-in-range", "curvature-derived-gamma-larger")},
