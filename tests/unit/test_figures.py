@@ -57,3 +57,17 @@ def test_a_log_axis_within_a_factor_of_three_shows_several_numbers():
     shown = {float(t.get_text()) for t in ax.get_yticklabels(minor=True) + ax.get_yticklabels()
              if t.get_text() and lo <= float(t.get_text()) <= hi}
     assert len(shown) >= 3, shown
+
+
+def test_a_log_axis_from_half_to_two_labels_its_upper_part():
+    """0.55 to 1.9: the integer multiples of a power of ten leave 1 to 1.9 without a tick; 1.5 is labelled."""
+    fig, (ax,) = subplots(1)
+    ax.plot([0, 1], [0.55, 1.9])
+    ax.set_yscale("log")
+    ax.set_ylim(0.55, 1.9)
+    finish(fig)
+    fig.canvas.draw()
+    lo, hi = ax.get_ylim()
+    shown = {float(t.get_text()) for t in ax.get_yticklabels(minor=True) + ax.get_yticklabels()
+             if t.get_text() and lo <= float(t.get_text()) <= hi}
+    assert any(v > 1 for v in shown) and len(shown) >= 3, shown

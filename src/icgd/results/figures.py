@@ -103,7 +103,7 @@ def band(ax, x: Sequence[float], ys: np.ndarray | Sequence[Sequence[float]], lab
 def finish(fig) -> None:
     """Plain tick labels on every log axis of `fig` (0.2, 0.4, not 2x10^-1): minor ticks labelled too (2, 3 and 5
     times a power of ten) where the axis spans less than two decades, so that such an axis shows numbers."""
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     plain = FuncFormatter(lambda v, _: f"{v:g}")
     # minor ticks of a narrow log axis: label 2, 3 and 5 times a power of ten only (all nine crowd the axis)
@@ -118,6 +118,10 @@ def finish(fig) -> None:
             # within a factor of a few (0.06 to 0.15) the 2-3-5 ticks leave one label or none: label every tick
             few = narrow and _labelled_ticks(lo, hi, "1235") < 3
             axis.set_minor_formatter(plain if few else sparse if narrow else NullFormatter())
+            if few:
+                # between 0.55 and 1.9 the integer multiples leave 1 to 1.9 without a tick: add 1.5 and 2.5
+                # times a power of ten (the axis' top would be unlabelled)
+                axis.set_minor_locator(LogLocator(base=10, subs=(1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9)))
 
 
 def _labelled_ticks(lo: float, hi: float, leading: str) -> int:

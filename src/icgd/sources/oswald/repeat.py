@@ -19,7 +19,7 @@ from icgd.experiments.common import eval_tasks, median, seed_learners, tune_task
 from icgd.experiments.linear_setup import one_layer_model, one_layer_run
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.tuning import tune_gd
-from icgd.results.figures import COLORS, band, legend_below, subplots
+from icgd.results.figures import COLORS, COLORS_2, band, legend_below, subplots
 from icgd.sources.oswald.keys import (
     REPEAT_RATIO_WORST,
     REPEAT_SWEEP_GAP,
@@ -137,15 +137,15 @@ def repeat(ctx: ExperimentContext) -> None:
     fig, axes = subplots(2, width=4.8)
     steps = np.arange(1, REPEATS + 1)
     notes = []
-    for lam, style in ((0.75, "-"), (1.0, ":")):
+    for lam, style, colors in ((0.75, "-", COLORS), (1.0, ":", COLORS_2)):  # lambda = 1 in its own colours
         bad = max(c[-1][2] for c in tf_by[lam])
         notes.append(f"lambda={lam:g}: {bad} diverged task(s) of {ev.batch_size} left out")
-        band(axes[0], steps, [[x[1] for x in c] for c in tf_by[lam]], f"TF, lambda={lam:g}", COLORS["tf"],
+        band(axes[0], steps, [[x[1] for x in c] for c in tf_by[lam]], f"TF, lambda={lam:g}", colors["tf"],
              linestyle=style)
-        axes[0].plot(steps, [x[1] for x in gd_by[lam]], color=COLORS["gd"], linestyle=style,
+        axes[0].plot(steps, [x[1] for x in gd_by[lam]], color=colors["gd"], linestyle=style,
                      label=f"GD, eta*{lam:g}")
     band(axes[0], steps, [[x[1] for x in c] for c in y_only[0.75]], "TF, lambda=0.75, only y moves (official code)",
-         COLORS["other"], linestyle="--")
+         COLORS["interp"], linestyle="--")
     axes[0].set_yscale("log")
     axes[0].set_xlabel("number of applications")
     axes[0].set_ylabel("loss (mean over tasks)")
