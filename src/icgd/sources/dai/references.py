@@ -66,3 +66,22 @@ REFERENCES: dict[str, Reference] = {
                                              "paper prints only the chosen (best on validation) seed's accuracy, an "
                                              "upper bound of the mean"),
 }
+
+
+#: the paper's own column for each of its data sets that icgd ships (MR, Subj), {data set: {our summary key:
+#: (GPT 2.7B, GPT 1.3B)}}: Table 1's validation accuracies (as fractions), Table 2's Rec2FTP, Table 3's SimAOU
+#: (FT) and (random), Table 4's SimAM before and after finetuning, Table 5's Kendall (ICL, FT) and (ICL,
+#: random), read through the same transcription as REFERENCES (each row's six columns average to the printed
+#: Average). The paper's numbers are on the validation set (MR 1,066, Subj 2,000 examples) that also chose its
+#: seed and rate (Table 9: MR seed 1, lr 0.001; Subj seed 4, lr 0.002, GPT 2.7B); `dai-icl-vs-ft` writes
+#: them beside its own (table `beside_paper`)
+PAPER_COLUMNS: dict[str, dict[str, tuple[float, float]]] = {
+    "mr": {"zsl_accuracy": (0.609, 0.659), "icl_accuracy": (0.913, 0.890), "ft_accuracy": (0.800, 0.730),
+           "rec2ftp": (95.83, 97.08), "simaou_ft": (0.157, 0.222), "simaou_random": (0.000, 0.001),
+           "simam_before": (0.314, 0.398), "simam_after": (0.347, 0.498), "kendall_ft": (0.264, 0.173),
+           "kendall_random": (0.000, 0.000)},
+    "subj": {"zsl_accuracy": (0.752, 0.726), "icl_accuracy": (0.903, 0.900), "ft_accuracy": (0.861, 0.778),
+             "rec2ftp": (87.63, 87.17), "simaou_ft": (0.212, 0.191), "simaou_random": (0.001, 0.002),
+             "simam_before": (0.346, 0.378), "simam_after": (0.374, 0.490), "kendall_ft": (0.203, 0.181),
+             "kendall_random": (0.000, 0.001)},
+}
