@@ -207,3 +207,33 @@ def test_beside_paper_sets_each_measure_of_mr_and_subj_beside_the_papers_column(
         assert zsl["ours_mean"] is None  # ZSL has no demonstration seeds
         assert all((r["paper_gpt_2.7b"], r["paper_gpt_1.3b"]) == cols[r["measure"]] for r in rows)
     assert PAPER_COLUMNS["mr"]["rec2ftp"][0] > 85  # the paper's "more than 85%" holds on its MR column
+
+
+def test_controls_option_leaves_controls_out_and_shares_the_stage_cache():
+    """`--controls`: a subset of the controls (none: none of them) turns the others off in the study's config;
+    the stage cache's key leaves the controls' settings out, so a run with fewer controls reads the stages a run
+    with all of them wrote (one directory); the CLI's list is the experiment's, and an unknown name is refused."""
+    from pathlib import Path
+
+    from icgd.cli import DAI_CONTROLS
+    from icgd.experiments.registry import ExperimentContext
+    from icgd.sources.dai.icl_vs_ft import CONTROLS, dai_config
+    from icgd.data.text import load_task
+    from icgd.sources.dai.study import stage_key
+
+    assert DAI_CONTROLS == CONTROLS
+
+    def cfg(controls):
+        opts = {} if controls is None else {"controls": controls}
+        return dai_config(ExperimentContext(Path("unused"), Path("unused"), "full", [0, 1], "cpu", True, opts,
+                                            create=False))
+
+    every, core, some = cfg(None), cfg(()), cfg(("untrained",))
+    assert every.untrained_seeds and every.lcgd and every.orders > 0
+    assert not core.untrained_seeds and not core.lcgd and core.orders == 0
+    assert some.untrained_seeds == every.untrained_seeds and not some.lcgd and some.orders == 0
+    task = load_task("mr")
+    assert stage_key("m", task, every) == stage_key("m", task, core) == stage_key("m", task, some)
+    assert stage_key("m", task, every) != stage_key("m", task, every.model_copy(update={"n_test": 7}))
+    with pytest.raises(ValueError, match="bogus"):
+        cfg(("bogus",))

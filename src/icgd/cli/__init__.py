@@ -299,7 +299,25 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"model": args.model} if args.model else {}
     if args.data:
         out["data"] = [d.strip() for d in args.data.split(",") if d.strip()]
+    if args.controls is not None:
+        out["controls"] = args.controls
     return out
+
+
+#: source 003's critics' controls (icgd.sources.dai.icl_vs_ft.CONTROLS, which checks this list in its tests)
+DAI_CONTROLS = ("untrained", "lcgd", "orders")
+
+
+def _controls_arg(text: str) -> tuple[str, ...]:
+    """--controls: a subset of source 003's controls, or none (one line, exit 2, on anything else)."""
+    names = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    if names == ("none",):
+        return ()
+    bad = [n for n in names if n not in DAI_CONTROLS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"{', '.join(bad) or repr(text)}: not a control; choose from "
+                                         f"{', '.join(DAI_CONTROLS)}, or none")
+    return names
 
 
 def _mode_suffix(args: argparse.Namespace) -> str:
@@ -326,6 +344,8 @@ def _add_study_options(p: argparse.ArgumentParser, out_help: str, cache_default:
                                    "file or a Hugging Face model folder (other experiments ignore it)")
     p.add_argument("--data", help="source 003's data sets, comma-separated: bbc-news, tweets, mr, subj, trec or CSV "
                                   "files with columns text, label (default bbc-news; full mode adds tweets)")
+    p.add_argument("--controls", type=_controls_arg, help="source 003's critics' controls to run, comma-separated: "
+                                   "untrained, lcgd, orders, or none (default: all three)")
     p.add_argument("--cache", type=out_dir, help=f"where trained models are cached (default {cache_default}); studies that "
                                    "train the same configs can share one")
     p.add_argument("--retrain", action="store_true", help="train every model, ignoring the model store (zoo/, "

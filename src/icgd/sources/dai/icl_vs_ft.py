@@ -48,13 +48,22 @@ def datasets(ctx: ExperimentContext) -> tuple[str, ...]:
     return ("bbc-news", "tweets") if ctx.mode == "full" else ("bbc-news",)
 
 
+#: the critics' controls a run can leave out (`--controls`): all of them by default
+CONTROLS = ("untrained", "lcgd", "orders")
+
+
 def dai_config(ctx: ExperimentContext):
+    """The study's settings for the mode; options["controls"] (a subset of CONTROLS) leaves the others out."""
     from icgd.sources.dai.study import DaiConfig
 
+    chosen = ctx.options.get("controls")
+    on = set(CONTROLS if chosen is None else chosen)
+    if on - set(CONTROLS):
+        raise ValueError(f"controls: {', '.join(sorted(on - set(CONTROLS)))} unknown; choose from {', '.join(CONTROLS)}")
     return DaiConfig(n_demos=size(ctx, N_DEMOS), demo_seeds=tuple(ctx.seeds), n_validation=size(ctx, N_VALIDATION),
                      n_test=size(ctx, N_TEST), lrs=LRS[ctx.mode], kendall_queries=size(ctx, KENDALL_QUERIES),
-                     untrained_seeds=UNTRAINED_SEEDS[ctx.mode], orders=size(ctx, ORDERS),
-                     order_queries=size(ctx, ORDER_QUERIES))
+                     untrained_seeds=UNTRAINED_SEEDS[ctx.mode] if "untrained" in on else (), lcgd="lcgd" in on,
+                     orders=size(ctx, ORDERS) if "orders" in on else 0, order_queries=size(ctx, ORDER_QUERIES))
 
 
 @register("dai-icl-vs-ft", "ZSL vs ICL vs K/V finetuning on the same queries: accuracy, Rec2FTP, SimAOU, "

@@ -46,6 +46,10 @@ from icgd.lm.icl import (
 )
 
 
+#: DaiConfig's fields that only say which control stages run (each stage's name carries what it depends on)
+CONTROL_FIELDS = {"untrained_seeds", "untrained_keep", "lcgd", "orders", "order_queries", "bootstrap"}
+
+
 class DaiConfig(BaseModel):
     """One data set's study. n_demos: demonstrations per prompt (the source: up to 32); demo_seeds: the
     demonstration draws (the best on validation is the chosen one); n_validation / n_test: queries taken
@@ -147,6 +151,14 @@ def _scored_dict(s: Scored) -> dict[str, Any]:
     return {k: v for k, v in vars(s).items() if v is not None}
 
 
+def stage_key(model: str, task: TextTask, cfg: DaiConfig) -> dict[str, Any]:
+    """What a study's stage cache is keyed on. The controls' own settings name their stages (init seed and
+    keep, LCGD rate, order and queries), so the key leaves them out: a run with fewer controls, or with one
+    added, reuses every stage it shares."""
+    return {"model": model, "task": task.name, "n_examples": len(task.examples), "template": task.template,
+            "words": task.words, "config": cfg.model_dump(mode="json", exclude=CONTROL_FIELDS)}
+
+
 def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path | None = None,
             progress: bool = True) -> dict[str, Any]:
     """The study of one data set (see the module doc). Returns {"queries": per-query rows, "layers":
@@ -158,8 +170,7 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
     q_val, q_test = query_ids(lm, task, val), query_ids(lm, task, test)
     gold_val = np.array([task.label_index(i) for i in val])
     gold_test = np.array([task.label_index(i) for i in test])
-    store = StageCache(cache, {"model": str(lm.path), "task": task.name, "n_examples": len(task.examples),
-                           "template": task.template, "words": task.words, "config": cfg.model_dump(mode="json")})
+    store = StageCache(cache, stage_key(str(lm.path), task, cfg))
     sc = dict(analysed=cfg.analysed, progress=progress, batch=cfg.batch)
 
     def acc(logp: torch.Tensor, gold: np.ndarray) -> float:
