@@ -237,3 +237,26 @@ def test_controls_option_leaves_controls_out_and_shares_the_stage_cache():
     assert stage_key("m", task, every) != stage_key("m", task, every.model_copy(update={"n_test": 7}))
     with pytest.raises(ValueError, match="bogus"):
         cfg(("bogus",))
+
+
+@pytest.mark.parametrize("measure", ["simaou", "simam", "kendall", "rec2ftp"])
+def test_untrained_claims_are_untested_where_the_untrained_models_finetuning_did_not_learn(measure):
+    """Qwen2.5-Coder-0.5B on MR: the untrained model's FT at the trained model's rate went from 12.1 to NaN, and
+    the margins read NaN, which a claim took for a FAIL. Such a control is no comparison: untested, naming the
+    losses; with the loss lowered the same results give the margin's verdict."""
+    from icgd.claims.base import SUITES
+    from icgd.experiments.catalog import load_sources
+    from icgd.sources.dai import keys as X
+
+    load_sources()
+    claim = next(c for c in SUITES["dai"]() if c.id == f"{measure}-trained-above-untrained")
+
+    def check(after: float) -> dict:
+        r = {X.PREMISE_KEPT: ["mr"], X.MEAN.format(key=f"{measure}_margin"): 0.05,
+             X.DATASET.format(dataset="mr", key="untrained_ft_loss"): {"0": [12.1, 3.0], "1": [12.0, after]}}
+        return claim.check({"dai-icl-vs-ft": r})
+
+    assert check(2.5)["verdict"] == "PASS"
+    for after in (float("nan"), 12.5):  # diverged, or worse than before
+        row = check(after)
+        assert row["verdict"] == "untested" and "did not lower its loss" in row["note"], row

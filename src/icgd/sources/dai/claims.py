@@ -14,6 +14,8 @@ its bar is "inconclusive"."""
 
 from __future__ import annotations
 
+import math
+
 from icgd.claims.base import Claim, PremiseNotMet, suite
 from icgd.sources.dai import keys as X
 from icgd.sources.dai.keys import MEAN
@@ -37,11 +39,22 @@ def _diff(a: str, b: str):
     return lambda r: _mean(r, a) - _mean(r, b)
 
 
-def _control(key: str):
-    """A control's mean over the data sets where the premise holds; untested where the control was not run."""
+def _control(key: str, untrained: bool = False):
+    """A control's mean over the data sets where the premise holds; untested where the control was not run,
+    and (`untrained`) where the untrained model's K/V finetuning at the trained model's rate did not lower its
+    loss on the demonstrations for some init seed: its FT measures are then those of a diverged (NaN) or
+    worsened model, no comparison (the rule LCGD follows; added after Qwen2.5-Coder-0.5B on MR, where every
+    init seed's FT went from 12.1 to NaN and the margins read NaN, a FAIL that measured nothing)."""
     def measure(r) -> float:
         if MEAN.format(key=key) not in r[EXP] and r[EXP][X.PREMISE_KEPT]:
             raise PremiseNotMet(f"the control behind {key} was not run (DaiConfig: untrained_seeds, orders)")
+        for d in r[EXP][X.PREMISE_KEPT] if untrained else ():
+            losses = r[EXP].get(X.DATASET.format(dataset=d, key="untrained_ft_loss")) or {}
+            bad = {u: ba for u, ba in losses.items() if not (math.isfinite(ba[1]) and ba[1] <= ba[0])}
+            if bad:
+                raise PremiseNotMet(f"{d}: the untrained model's finetuning at the trained model's rate did not "
+                                    "lower its loss on the demonstrations (init seed: before -> after: "
+                                    + ", ".join(f"{u}: {b:.3g} -> {a:.3g}" for u, (b, a) in bad.items()) + ")")
         return _mean(r, key)
     return measure
 
@@ -148,7 +161,7 @@ def _controls() -> list[Claim]:
                claim=f"{what}: the trained model's minus the same measure on the untrained model (same "
                      "architecture and tokenizer, initial weights, the same prompts and FT rate), mean over "
                      "init seeds",
-               measure=_control(f"{m}_margin"), op=">", threshold=0.0,
+               measure=_control(f"{m}_margin", untrained=True), op=">", threshold=0.0,
                why="source 003 reads the measure as evidence that the trained model's ICL acts like finetuning; "
                    "if a model that learnt nothing scores as high, the measure does not show learning (Deutch "
                    "et al.'s point). Any margin counts; the interval resamples the test queries (paired) and the "
