@@ -14,8 +14,6 @@ its bar is "inconclusive"."""
 
 from __future__ import annotations
 
-import math
-
 from icgd.claims.base import Claim, PremiseNotMet, suite
 from icgd.sources.dai import keys as X
 from icgd.sources.dai.keys import MEAN
@@ -50,7 +48,7 @@ def _control(key: str, untrained: bool = False):
             raise PremiseNotMet(f"the control behind {key} was not run (DaiConfig: untrained_seeds, orders)")
         for d in r[EXP][X.PREMISE_KEPT] if untrained else ():
             losses = r[EXP].get(X.DATASET.format(dataset=d, key="untrained_ft_loss")) or {}
-            bad = {u: ba for u, ba in losses.items() if not (math.isfinite(ba[1]) and ba[1] <= ba[0])}
+            bad = {u: ba for u, ba in losses.items() if not X.lowered(*ba)}
             if bad:
                 raise PremiseNotMet(f"{d}: the untrained model's finetuning at the trained model's rate did not "
                                     "lower its loss on the demonstrations (init seed: before -> after: "

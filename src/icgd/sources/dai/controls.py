@@ -36,6 +36,7 @@ from icgd.core.io import fingerprint
 from icgd.lm import measures as M
 from icgd.lm.finetune import KVSnapshot, finetune_kv, lm_loss
 from icgd.lm.icl import build_prefix, demonstration_ids, score
+from icgd.sources.dai.keys import lowered
 from icgd.sources.dai.study import kendall_measures, layer_mean
 
 #: the measures of the untrained control (Rec2FTP from the predictions, the others per query and layer)
@@ -198,7 +199,7 @@ def lcgd_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, rows, q
     tried = []
     for rate in lcgd_rates(lr):
         r = store.get(f"lcgd-seed{chosen}-lr{rate:.4g}", lambda rate=rate: make(rate))
-        ok = bool(np.isfinite(r["lcgd_loss_after"]) and r["lcgd_loss_after"] <= r["lcgd_loss_before"])
+        ok = lowered(float(r["lcgd_loss_before"]), float(r["lcgd_loss_after"]))
         tried.append({"lr": rate, "lcgd_loss_before": float(r["lcgd_loss_before"]),
                       "lcgd_loss_after": float(r["lcgd_loss_after"]), "loss_before": float(r["loss_before"]),
                       "loss_after": float(r["loss_after"]), "converged": ok})

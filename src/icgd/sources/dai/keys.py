@@ -1,5 +1,7 @@
 """The result keys that the claims of the ICL-vs-finetuning study read (`icgd.sources.dai.claims`)."""
 
+import math
+
 #: dai-icl-vs-ft: the measures of each data set ("{dataset}.{key}") and their mean over data sets
 #: ("mean.{key}"), the chosen demonstration seed's numbers
 KEYS = ("zsl_accuracy", "icl_accuracy", "ft_accuracy", "rec2ftp", "simaou_ft", "simaou_random",
@@ -24,3 +26,10 @@ PREMISE_KEPT = "premise.kept"
 #: bootstrap replicates ({key: [values]}) of every MEAN key and of each data set's premise inputs
 #: ("{dataset}.icl_accuracy_mean", "{dataset}.zsl_accuracy")
 BOOTSTRAP = "bootstrap"
+
+
+def lowered(before: float, after: float) -> bool:
+    """Whether a finetuning converged on its demonstrations: its loss there ends finite and no higher than it
+    began (FT's rate grid, `study.select_lr`; LCGD's rate, `controls.lcgd_control`; the untrained model's FT,
+    whose claims are untested where it did not)."""
+    return bool(math.isfinite(after) and after <= before)

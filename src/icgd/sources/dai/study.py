@@ -44,6 +44,7 @@ from icgd.lm.icl import (
     score,
     start_ids,
 )
+from icgd.sources.dai.keys import lowered
 
 
 #: DaiConfig's fields that only say which control stages run (each stage's name carries what it depends on)
@@ -249,7 +250,7 @@ def select_lr(rows: list[dict[str, Any]], dataset: str) -> float:
     and <= loss_before; ties: the first in the grid). Marks every row's "converged" and "chosen" in place; a
     ValueError (one line) when no rate converged."""
     for r in rows:
-        r["converged"] = bool(np.isfinite(r["loss_after"]) and r["loss_after"] <= r["loss_before"])
+        r["converged"] = lowered(r["loss_before"], r["loss_after"])
         r["chosen"] = False
     ok = [r for r in rows if r["converged"]]
     if not ok:

@@ -142,14 +142,14 @@ def deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainRes
                 t = median(per_seed)
                 curves_[tag][0].append(t)
                 curves_[tag][1].append(g)
+                dev = deviation_where_learns(t, g, zero)
                 rows.append({"model": tag, "family": fam, "alpha": a, "tf_loss_median": t,
                              "tf_loss_mean": float(np.mean(per_seed)), "gdpp_loss": g, "zero_loss": zero,
-                             "gdpp_learns": g < zero})
+                             "gdpp_learns": dev is not None})
                 if a <= 1.5:
                     devs_all[tag].append(abs(t / g - 1))
                     if fam in A2_FAMILIES:
                         devs[tag].append(abs(t / g - 1))
-                        dev = deviation_where_learns(t, g, zero)
                         if dev is None:
                             left_out[tag].append(f"{fam} {a:g}")
                         else:
@@ -184,8 +184,6 @@ def deep_ood(ctx: ExperimentContext, task: Any, models: dict[str, tuple[TrainRes
                + "; left out (GD++ diverges): " + (", ".join(f"{t}: {', '.join(v)}" for t, v in left_out.items() if v)
                                                    or "none"))
     return {tag: (max(d), max(learnt[tag], default=None)) for tag, d in devs.items()}
-
-
 
 
 #: the held-out tasks' seed of the sine and copy studies (their tuning and probe tasks follow it)
