@@ -260,3 +260,21 @@ def test_untrained_claims_are_untested_where_the_untrained_models_finetuning_did
     for after in (float("nan"), 12.5):  # diverged, or worse than before
         row = check(after)
         assert row["verdict"] == "untested" and "did not lower its loss" in row["note"], row
+
+
+@pytest.mark.parametrize("value,expected", [("none", ()), ("lcgd, untrained", ("lcgd", "untrained")),
+                                            ("orders,orders", ("orders",))])
+def test_controls_argument_reads_a_subset_or_none(value, expected):
+    from icgd.cli import _controls_arg
+
+    assert _controls_arg(value) == expected
+
+
+@pytest.mark.parametrize("value", [",", "LCGD", "none,lcgd", "bogus"])
+def test_controls_argument_refuses_what_is_not_a_subset(value):
+    import argparse
+
+    from icgd.cli import _controls_arg
+
+    with pytest.raises(argparse.ArgumentTypeError):
+        _controls_arg(value)

@@ -313,6 +313,8 @@ def _controls_arg(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
     if names == ("none",):
         return ()
+    if "none" in names:
+        raise argparse.ArgumentTypeError(f"{text!r}: none runs no control, so it stands alone")
     bad = [n for n in names if n not in DAI_CONTROLS]
     if bad or not names:
         raise argparse.ArgumentTypeError(f"{', '.join(bad) or repr(text)}: not a control; choose from "
