@@ -278,3 +278,12 @@ def test_controls_argument_refuses_what_is_not_a_subset(value):
 
     with pytest.raises(argparse.ArgumentTypeError):
         _controls_arg(value)
+
+
+def test_controls_argument_says_none_stands_alone():
+    import argparse
+
+    from icgd.cli import _controls_arg
+
+    with pytest.raises(argparse.ArgumentTypeError, match="stands alone"):
+        _controls_arg("none,lcgd")
