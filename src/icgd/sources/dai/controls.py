@@ -4,9 +4,12 @@
 - **The untrained model** (Deutch, Magar, Kaplan and Karpas 2024): the same measures (SimAOU, SimAM,
   Kendall, Rec2FTP) for a model of the same architecture and tokenizer with initial weights
   (`icgd.lm.models.untrained`, one model per seed of `DaiConfig.untrained_seeds`), on the chosen seed's
-  demonstrations, the same test queries and the same FT rate (as Deutch et al. do). The margin
-  trained - untrained says how much of ICL's likeness to FT the training made; its interval resamples the
-  test queries (paired) and the init seeds.
+  demonstrations and the same test queries, finetuned at the trained model's FT rate (as Deutch et al. do)
+  or, where that does not lower the untrained model's loss on the demonstrations, at the largest of
+  `smaller_rates(lr)` that does (LCGD's rule; added after Qwen2.5-Coder-0.5B on MR, where every init
+  seed's FT at the trained rate went from 12.1 to NaN). The margin trained - untrained says how much of
+  ICL's likeness to FT the training made; its interval resamples the test queries (paired) and the init
+  seeds.
 - **Layer-causal GD** (Deutch et al.): `icgd.lm.finetune.finetune_kv(layer_causal=True)` on the chosen
   seed's demonstrations at the largest rate, from FT's down, at which it lowers its own loss on them (the
   sum of the layers' read-out losses; `lcgd_control`), and ICL's SimAOU, SimAM and Kendall against it
@@ -104,18 +107,22 @@ def untrained_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, ro
     examples = [start + d for d in demonstration_ids(lm, task, demos)]
     sc = dict(analysed=cfg.analysed, progress=progress, batch=cfg.batch)
 
-    def make(seed: int) -> dict[str, Any]:
+    def make(seed: int, rate: float) -> dict[str, Any]:
         ulm = untrained(lm, seed, cfg.untrained_keep)
         z = score(ulm, start, q_test, labels, record=True, desc=f"untrained {seed}: ZSL test", **sc)
         zd = {"logp": z.logp, "out": z.out, "query_scores": z.query_scores}
         before = lm_loss(ulm, examples)
-        r = _seed_test(ulm, cfg, prefix, examples, len(start), q_test, labels, zd, lr, chosen, progress,
+        r = _seed_test(ulm, cfg, prefix, examples, len(start), q_test, labels, zd, rate, chosen, progress,
                        loss_after=True)
         keep = ("icl_logp", "ft_logp", "simaou_ft", "simam_before", "simam_after", "kendall_ft")
         return {k: r[k] for k in keep} | {"zsl_logp": z.logp, "loss_before": before, "loss_after": r["ft_loss_after"]}
 
-    per = {u: store.get(f"untrained-{cfg.untrained_keep}-init{u}-seed{chosen}-lr{lr:g}", lambda u=u: make(u))
-           for u in cfg.untrained_seeds}
+    per: dict[int, dict[str, Any]] = {}
+    tried: dict[str, list[dict[str, Any]]] = {}
+    for u in cfg.untrained_seeds:
+        per[u], tried[str(u)] = search_rate(
+            lr, lambda rate, u=u: store.get(f"untrained-{cfg.untrained_keep}-init{u}-seed{chosen}-lr{rate:.4g}",
+                                            lambda: make(u, rate)))
     by_query = rows  # the study's rows of the chosen seed, in the order of the test queries (checked by run)
     gold = np.array([task.labels.index(r["gold"]) for r in by_query])
     trained = {"simaou": np.array([r["simaou_ft"] for r in by_query]),
@@ -135,6 +142,8 @@ def untrained_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, ro
     for name, q in (("zsl", "zsl"), ("icl", "icl"), ("ft", "ft")):
         summary[f"untrained_{name}_accuracy"] = float(np.mean([(unt[u][q] == gold).mean() for u in unt]))
     summary["untrained_ft_loss"] = {str(u): [float(r["loss_before"]), float(r["loss_after"])] for u, r in per.items()}
+    summary["untrained_ft_rates"] = tried
+    summary["untrained_lr"] = {u: (t[-1]["lr"] if t[-1]["converged"] else None) for u, t in tried.items()}
     rng = np.random.default_rng(cfg.metric_seed * 1000 + 7)
     seeds = list(unt)
     boot: dict[str, list[float]] = {f"{m}_margin": [] for m in UNTRAINED}
@@ -158,14 +167,31 @@ def untrained_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, ro
 LCGD = ("simaou", "simam", "kendall")
 
 
-def lcgd_rates(lr: float, tries: int = 5) -> list[float]:
-    """The rates LCGD tries, in order: FT's chosen rate, then smaller by a factor sqrt(10) each time."""
+def smaller_rates(lr: float, tries: int = 5) -> list[float]:
+    """The rates LCGD and the untrained model's FT try, in order: FT's chosen rate, then smaller by a factor
+    sqrt(10) each time (down to lr / 100)."""
     return [lr * 10 ** (-k / 2) for k in range(tries)]
+
+
+def search_rate(lr: float, run, judged: tuple[str, str] = ("loss_before", "loss_after"),
+                shown: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run a finetuning at `smaller_rates(lr)` in order (`run(rate)` -> its result) until one lowers the loss
+    named by `judged` (before, after) on its demonstrations (`keys.lowered`). Returns the last result run and
+    the rates tried: {"lr", the judged and `shown` losses, "converged"}, the last row saying whether any did."""
+    tried: list[dict[str, Any]] = []
+    for rate in smaller_rates(lr):
+        r = run(rate)
+        ok = lowered(float(r[judged[0]]), float(r[judged[1]]))
+        tried.append({"lr": rate} | {k: float(r[k]) for k in (*judged, *shown)} | {"converged": ok})
+        if ok:
+            break
+    return r, tried
+
 
 
 def lcgd_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, rows, q_test, labels, start, zsl,
                  progress: bool) -> tuple[dict[str, Any], dict[str, list[float]], list[dict[str, Any]]]:
-    """LCGD at the largest rate of `lcgd_rates(lr)` at which it lowers its own loss on the demonstrations
+    """LCGD at the largest rate of `smaller_rates(lr)` at which it lowers its own loss on the demonstrations
     (the sum over layers of the read-out losses: FT's convergence rule, `study.select_lr`, applied to LCGD's
     objective); Deutch et al. take FT's rate. The model's own loss (its last layer's read-out) is reported
     beside it: LCGD does not minimise it, and it can rise (on Gemma-3-270M, BBC News, quick mode, FT's rate
@@ -196,15 +222,8 @@ def lcgd_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, rows, q
                 "loss_before": before, "loss_after": after, "lcgd_loss_before": own_before,
                 "lcgd_loss_after": own_after}
 
-    tried = []
-    for rate in lcgd_rates(lr):
-        r = store.get(f"lcgd-seed{chosen}-lr{rate:.4g}", lambda rate=rate: make(rate))
-        ok = lowered(float(r["lcgd_loss_before"]), float(r["lcgd_loss_after"]))
-        tried.append({"lr": rate, "lcgd_loss_before": float(r["lcgd_loss_before"]),
-                      "lcgd_loss_after": float(r["lcgd_loss_after"]), "loss_before": float(r["loss_before"]),
-                      "loss_after": float(r["loss_after"]), "converged": ok})
-        if ok:
-            break
+    r, tried = search_rate(lr, lambda rate: store.get(f"lcgd-seed{chosen}-lr{rate:.4g}", lambda: make(rate)),
+                           judged=("lcgd_loss_before", "lcgd_loss_after"), shown=("loss_before", "loss_after"))
     summary: dict[str, Any] = {"lcgd_rates": tried, "lcgd_converged": tried[-1]["converged"],
                                "lcgd_lr": tried[-1]["lr"] if tried[-1]["converged"] else None}
     if not summary["lcgd_converged"]:

@@ -272,9 +272,13 @@ def _report(ctx: ExperimentContext, model: str, summaries: list[dict[str, Any]])
             per = "; ".join(f"{label} {s[m + '_trained']:.3f} vs {s[m + '_untrained']:.3f} (margin {s[m + '_margin']:+.3f})"
                             for m, label in (("simaou", "SimAOU"), ("simam", "SimAM after - before"),
                                              ("kendall", "Kendall"), ("rec2ftp", "Rec2FTP")))
-            ctx.report(f"{d}: the untrained control (Deutch et al.): trained vs untrained model, same prompts and FT rate",
+            rates = "; ".join(f"init {u}: " + ", ".join(f"{t['lr']:.3g}: {t['loss_before']:.3g} -> {t['loss_after']:.3g}"
+                                                       for t in ts) for u, ts in s.get("untrained_ft_rates", {}).items())
+            ctx.report(f"{d}: the untrained control (Deutch et al.): trained vs untrained model, same prompts; FT at "
+                       "the trained rate, or the largest smaller one that lowers the untrained model's loss",
                        f"{per}; the untrained model's accuracy: ZSL {s['untrained_zsl_accuracy']:.3f}, ICL "
-                       f"{s['untrained_icl_accuracy']:.3f}, FT {s['untrained_ft_accuracy']:.3f}")
+                       f"{s['untrained_icl_accuracy']:.3f}, FT {s['untrained_ft_accuracy']:.3f}"
+                       + (f"; FT rates tried (loss on the demonstrations before -> after): {rates}" if rates else ""))
         if "lcgd_rates" in s:
             rates = ", ".join(f"{t['lr']:.3g}: {t['lcgd_loss_before']:.3g} -> {t['lcgd_loss_after']:.3g} (model's "
                               f"{t['loss_before']:.3g} -> {t['loss_after']:.3g})" for t in s["lcgd_rates"])
