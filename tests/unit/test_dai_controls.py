@@ -132,6 +132,55 @@ def test_untrained_model_is_the_architecture_with_fresh_weights(tiny):
         untrained(tiny, 0, keep="some")
 
 
+def _qwen_like(pad: int):
+    """A Qwen2 model deep enough (24 layers, as Qwen2.5-0.5B) for a zero first token to make its K/V
+    gradients NaN, with BOS token 1 and padding token `pad`."""
+    from icgd.lm.models import LM
+
+    torch.manual_seed(0)
+    cfg = transformers.Qwen2Config(vocab_size=64, hidden_size=256, intermediate_size=64, num_hidden_layers=24,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                   pad_token_id=pad, bos_token_id=1, rms_norm_eps=1e-6)
+    model = transformers.Qwen2ForCausalLM._from_config(cfg, attn_implementation="eager")
+    return LM(model.eval(), None, "qwen-like", None)
+
+
+def _kv_grads_finite(model, ids) -> bool:
+    from icgd.lm.finetune import _loss
+
+    kv = kv_parameters(model)
+    for n, p in model.named_parameters():
+        p.requires_grad_(n in kv)
+    _loss(model, torch.tensor([ids])).backward()
+    return all(bool(torch.isfinite(p.grad).all()) for p in kv.values())
+
+
+def test_untrained_model_draws_the_bos_row_the_initialiser_zeroes_as_padding():
+    """Qwen2.5's BOS token is its padding token, whose embedding row `transformers`' initialiser zeroes: every
+    prompt of the untrained control then starts with a zero vector, and the K/V gradients of the first
+    example are NaN at any rate (Qwen2.5-Coder-0.5B on MR: FT 12.1 -> NaN on every init seed). `untrained`
+    draws that row like the others, after every other draw, and leaves a padding row that is not BOS as it is."""
+    from icgd.lm.models import bos_is_padding, untrained
+
+    lm = _qwen_like(pad=1)
+    assert bos_is_padding(lm)
+    u = untrained(lm, 3)
+    row = u.model.get_input_embeddings().weight[1]
+    assert 0.5 < float(row.std()) / 0.02 < 2  # drawn with the initialiser's std (initializer_range 0.02)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        plain = transformers.AutoModelForCausalLM.from_config(lm.model.config, attn_implementation="eager")
+    drawn, initial = dict(u.model.named_parameters()), dict(plain.named_parameters())
+    assert all(torch.equal(drawn[n], initial[n]) for n in drawn if n != "model.embed_tokens.weight")
+    assert float(initial["model.embed_tokens.weight"][1].abs().max()) == 0.0  # what the initialiser gives
+    ids = [1, 5, 7, 9, 11, 13]
+    assert _kv_grads_finite(u.model, ids)
+    assert not _kv_grads_finite(plain, ids)  # the zero BOS row: the NaN the draw removes
+    other = _qwen_like(pad=0)
+    assert not bos_is_padding(other)
+    assert float(untrained(other, 3).model.get_input_embeddings().weight[0].abs().max()) == 0.0
+
+
 def test_orders_are_distinct_and_start_with_the_given_order():
     perms = controls.orders_of(4, 6, seed=0)
     assert perms[0].tolist() == [0, 1, 2, 3]

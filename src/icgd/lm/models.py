@@ -219,10 +219,25 @@ def load_lm(name: str = "smollm2-135m", device: torch.device | str = "cpu",
 UNTRAINED_KEEP = ("none", "io")
 
 
+def bos_is_padding(lm: LM) -> bool:
+    """Whether the model's BOS token is its padding token (Qwen2.5: both 151643), whose embedding row
+    `transformers`' initialiser sets to zero (`nn.Embedding(padding_idx=...)`)."""
+    pad = getattr(lm.model.get_input_embeddings(), "padding_idx", None)
+    bos = getattr(lm.tokenizer, "bos_token_id", None) if lm.tokenizer is not None else None
+    bos = getattr(lm.model.config, "bos_token_id", None) if bos is None else bos
+    return pad is not None and bos is not None and int(pad) == int(bos)
+
+
 def untrained(lm: LM, seed: int, keep: str = "none") -> LM:
     """The same architecture and tokenizer as `lm` with initial weights: `transformers`' own initialiser
     (`from_config`) under torch seed `seed`, on lm's device, in eval mode; `keep` see `UNTRAINED_KEEP`. The
-    global random state is left as it was."""
+    global random state is left as it was.
+
+    Where the BOS token is the padding token (`bos_is_padding`), its embedding row, which the initialiser
+    zeroes, is drawn like the other rows (normal, std `initializer_range`, after every other draw): every
+    prompt starts with that token, and a zero first token makes the K/V finetuning's gradients NaN on the
+    first example (Qwen2.5-Coder-0.5B: torch's anomaly mode finds the NaN in an MLP's matmul backward), at
+    any learning rate."""
     from transformers import AutoModelForCausalLM
 
     if keep not in UNTRAINED_KEEP:
@@ -232,6 +247,10 @@ def untrained(lm: LM, seed: int, keep: str = "none") -> LM:
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(lm.model.config, dtype=dtype,
                                                  attn_implementation=lm.attn_implementation)
+        if bos_is_padding(lm):
+            emb = model.get_input_embeddings()
+            with torch.no_grad():
+                emb.weight[emb.padding_idx].normal_(0.0, float(getattr(lm.model.config, "initializer_range", 0.02)))
     if keep == "io":
         kept = {n: p for n, p in lm.model.state_dict().items() if "embed" in n or "norm" in n or "lm_head" in n}
         missing = model.load_state_dict(kept, strict=False).unexpected_keys

@@ -100,7 +100,7 @@ def _value(q: dict[str, np.ndarray], gold: np.ndarray, name: str, idx: np.ndarra
 
 def untrained_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, rows, q_test, labels, start,
                       progress: bool) -> tuple[dict[str, Any], dict[str, list[float]], list[dict[str, Any]]]:
-    from icgd.lm.models import untrained
+    from icgd.lm.models import bos_is_padding, untrained
     from icgd.sources.dai.study import _seed_test
 
     prefix = build_prefix(lm, task, demos, cfg.start)
@@ -119,9 +119,10 @@ def untrained_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, ro
 
     per: dict[int, dict[str, Any]] = {}
     tried: dict[str, list[dict[str, Any]]] = {}
+    bos = "-bos" if bos_is_padding(lm) else ""  # the BOS row drawn (`untrained`): stages of its own
     for u in cfg.untrained_seeds:
         per[u], tried[str(u)] = search_rate(
-            lr, lambda rate, u=u: store.get(f"untrained-{cfg.untrained_keep}-init{u}-seed{chosen}-lr{rate:.4g}",
+            lr, lambda rate, u=u: store.get(f"untrained-{cfg.untrained_keep}{bos}-init{u}-seed{chosen}-lr{rate:.4g}",
                                             lambda: make(u, rate)))
     by_query = rows  # the study's rows of the chosen seed, in the order of the test queries (checked by run)
     gold = np.array([task.labels.index(r["gold"]) for r in by_query])
