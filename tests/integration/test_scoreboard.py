@@ -95,3 +95,25 @@ def test_the_dated_run_pages_are_what_the_command_makes_of_their_reports(folder)
     """docs/runs-DATE/: single runs' pages (a suite outside the one-commit scoreboard run), generated the same way."""
     assert scoreboard.reports(BOARD.parent / folder)
     assert scoreboard.stale(BOARD.parent / folder) == []
+
+
+def test_the_index_says_what_would_decide_each_inconclusive_claim():
+    """The index's table of inconclusive claims: seeds on both sides of the bar are a split no seed count
+    undoes; an interval holding the bar needs about (half-width on the bar's side / distance to the bar)^2
+    times the queries, a FAIL where the value is on the failing side; decided rows are not listed."""
+    split = {"threshold": "< 0.1", "measured": 0.09, "seeds": [0.05, 0.09, 0.2], "interval": None}
+    assert scoreboard.decides(split) == ("seeds: 2 below the bar, 1 above", "no seed count: the seeds split")
+    # passes on its value: 0.08 above the bar 0, lower half-width 0.1 -> (0.1 / 0.08)^2 = 1.6
+    passing = {"threshold": "> 0", "measured": 0.08, "seeds": None, "interval": [-0.02, 0.134]}
+    assert scoreboard.decides(passing)[1] == "about 1.6x the queries or tasks it resamples"
+    # fails on its value: 0.6 below the bar 85, upper half-width 11.1 -> (11.1 / 0.6)^2 = 342
+    failing = {"threshold": "> 85", "measured": 84.4, "seeds": None, "interval": [75.6, 95.5]}
+    assert scoreboard.decides(failing)[1] == "about 3.4e+02x the queries or tasks it resamples, a FAIL if the value stays"
+    lower = {"threshold": "< 0.05", "measured": 0.04, "seeds": None, "interval": [0.01, 0.06]}
+    assert scoreboard.decides(lower)[1] == "about 4x the queries or tasks it resamples"  # upper side: (0.02 / 0.01)^2
+    rows = [dict(r, id=f"c{i}", claim="c", kind="claim", verdict="inconclusive")
+            for i, r in enumerate((split, passing, failing))]
+    rows.append({"id": "done", "claim": "c", "kind": "claim", "verdict": "PASS", "threshold": "> 0", "measured": 1.0})
+    listed = scoreboard.undecided({"s": {"suite": "s", "claims": rows}})
+    assert [u["id"] for u in listed] == ["c0", "c1", "c2"]
+    assert "What more seeds or queries would decide" in (BOARD / "index.md").read_text()

@@ -76,7 +76,8 @@ def render(board: str | Path) -> dict[str, str]:
     suites = {name: _suite_view(report) for name, report in all_reports.items()}
     pages = {f"{name}.md": _template("scoreboard_suite.md.j2").render(s=view) for name, view in suites.items()}
     pages[INDEX] = _template("scoreboard_index.md.j2").render(suites=list(suites.values()),
-                                                               commits=_commits(suites.values()))
+                                                               commits=_commits(suites.values()),
+                                                               undecided=undecided(all_reports))
     return pages
 
 
@@ -193,6 +194,61 @@ def _row(r: dict[str, Any], not_run: set[str]) -> dict[str, str]:
             "reference_note": _cell(r.get("reference_note") or "") if ref is None else ""}
 
 
+def _bar(threshold: Any) -> tuple[str, float] | None:
+    """("<" or ">", the number) of a bar written "< 0.1" or "> 0" (None for any other form)."""
+    words = str(threshold).split()
+    if len(words) != 2 or words[0] not in ("<", ">"):
+        return None
+    value = _float(words[1])
+    return None if math.isnan(value) else (words[0], value)
+
+
+def decides(row: dict[str, Any]) -> tuple[str, str]:
+    """(what splits, what would decide it) of an inconclusive row. Seeds on both sides of the bar: a verdict
+    needs every seed (`icgd.core.verdict`), and once one seed is on each side no number of further seeds
+    undoes it, so no seed count decides it. Otherwise an interval that holds the bar narrows as one over the
+    square root of the queries (or tasks) it resamples: it leaves the bar once its half-width on the bar's
+    side falls below the distance from the measured value to the bar, at about (half-width / distance)^2 times
+    as many, a FAIL where the value is on the failing side (an estimate for planning, assuming the value
+    stays)."""
+    bar = _bar(row.get("threshold"))
+    seeds = [v for v in (_float(x) for x in row.get("seeds") or []) if not math.isnan(v)]
+    measured, interval = _float(row.get("measured")), row.get("interval")
+    if bar is not None and seeds:
+        op, t = bar
+        below, above = sum(v < t for v in seeds), sum(v > t for v in seeds)
+        if below and above:
+            return f"seeds: {below} below the bar, {above} above", "no seed count: the seeds split"
+    if bar is None or not interval or math.isnan(measured):
+        return "-", "-"
+    op, t = bar
+    lo, hi = _float(interval[0]), _float(interval[1])
+    if not lo <= t <= hi:
+        return f"interval [{_num(lo)}, {_num(hi)}]", "-"
+    distance = abs(measured - t)
+    half = measured - lo if measured > t else hi - measured
+    passing = (measured > t) == (op == ">")
+    if distance == 0 or half <= 0:
+        return f"interval [{_num(lo)}, {_num(hi)}]", "no count: the value is on the bar"
+    factor = (half / distance) ** 2
+    return (f"interval [{_num(lo)}, {_num(hi)}]",
+            f"about {factor:.2g}x the queries or tasks it resamples" + ("" if passing else ", a FAIL if the value stays"))
+
+
+def undecided(all_reports: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
+    """The inconclusive claims of every suite with what splits them and what would decide them (`decides`)."""
+    out = []
+    for name, report in all_reports.items():
+        for r in report["claims"]:
+            if r.get("kind") == "check" or verdict_of_row(r) is not Verdict.INCONCLUSIVE:
+                continue
+            split, decide = decides(r)
+            out.append({"suite": name, "id": r.get("id", ""), "measured": _num(r["measured"]),
+                        "bar": _cell(r["threshold"]), "split": split, "decide": decide,
+                        "note": _cell(r.get("note") or "")})
+    return out
+
+
 def _command(command: Any) -> str:
     """The command as typed, from the path of the `icgd` script onwards."""
     if not command:
@@ -218,4 +274,4 @@ def _commits(suites: Any) -> dict[str, list[str]]:
     return out
 
 
-__all__ = ["record", "render", "reports", "stale", "write"]
+__all__ = ["decides", "record", "render", "reports", "stale", "undecided", "write"]
