@@ -7,9 +7,10 @@
   demonstrations and the same test queries, finetuned at the trained model's FT rate (as Deutch et al. do)
   or, where that does not lower the untrained model's loss on the demonstrations, at the largest of
   `smaller_rates(lr)` that does (LCGD's rule; added after Qwen2.5-Coder-0.5B on MR, where every init
-  seed's FT at the trained rate went from 12.1 to NaN). The margin trained - untrained says how much of
-  ICL's likeness to FT the training made; its interval resamples the test queries (paired) and the init
-  seeds.
+  seed's FT went from 12.1 to NaN: there the cause was a zero BOS embedding, which `untrained` now draws,
+  and the search stays as the guard against a rate too large for a model that learnt nothing). The margin
+  trained - untrained says how much of ICL's likeness to FT the training made; its interval resamples the
+  test queries (paired) and the init seeds.
 - **Layer-causal GD** (Deutch et al.): `icgd.lm.finetune.finetune_kv(layer_causal=True)` on the chosen
   seed's demonstrations at the largest rate, from FT's down, at which it lowers its own loss on them (the
   sum of the layers' read-out losses; `lcgd_control`), and ICL's SimAOU, SimAM and Kendall against it
@@ -187,7 +188,6 @@ def search_rate(lr: float, run, judged: tuple[str, str] = ("loss_before", "loss_
         if ok:
             break
     return r, tried
-
 
 
 def lcgd_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, rows, q_test, labels, start, zsl,
