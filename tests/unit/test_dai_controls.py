@@ -165,20 +165,20 @@ def test_untrained_model_draws_the_bos_row_the_initialiser_zeroes_as_padding():
     lm = _qwen_like(pad=1)
     assert bos_is_padding(lm)
     u = untrained(lm, 3)
-    row = u.model.get_input_embeddings().weight[1]
+    row = u.model.get_input_embeddings().weight[1].detach()
     assert 0.5 < float(row.std()) / 0.02 < 2  # drawn with the initialiser's std (initializer_range 0.02)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(3)
         plain = transformers.AutoModelForCausalLM.from_config(lm.model.config, attn_implementation="eager")
     drawn, initial = dict(u.model.named_parameters()), dict(plain.named_parameters())
     assert all(torch.equal(drawn[n], initial[n]) for n in drawn if n != "model.embed_tokens.weight")
-    assert float(initial["model.embed_tokens.weight"][1].abs().max()) == 0.0  # what the initialiser gives
+    assert float(initial["model.embed_tokens.weight"][1].detach().abs().max()) == 0.0  # what the initialiser gives
     ids = [1, 5, 7, 9, 11, 13]
     assert _kv_grads_finite(u.model, ids)
     assert not _kv_grads_finite(plain, ids)  # the zero BOS row: the NaN the draw removes
     other = _qwen_like(pad=0)
     assert not bos_is_padding(other)
-    assert float(untrained(other, 3).model.get_input_embeddings().weight[0].abs().max()) == 0.0
+    assert float(untrained(other, 3).model.get_input_embeddings().weight[0].detach().abs().max()) == 0.0
 
 
 def test_orders_are_distinct_and_start_with_the_given_order():
