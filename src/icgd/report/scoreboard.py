@@ -212,16 +212,16 @@ def decides(row: dict[str, Any]) -> tuple[str, str]:
     as many, a FAIL where the value is on the failing side (an estimate for planning, assuming the value
     stays)."""
     bar = _bar(row.get("threshold"))
-    seeds = [v for v in (_float(x) for x in row.get("seeds") or []) if not math.isnan(v)]
-    measured, interval = _float(row.get("measured")), row.get("interval")
-    if bar is not None and seeds:
-        op, t = bar
-        below, above = sum(v < t for v in seeds), sum(v > t for v in seeds)
-        if below and above:
-            return f"seeds: {below} below the bar, {above} above", "no seed count: the seeds split"
-    if bar is None or not interval or math.isnan(measured):
+    if bar is None:
         return "-", "-"
     op, t = bar
+    seeds = [v for v in (_float(x) for x in row.get("seeds") or []) if not math.isnan(v)]
+    below, above = sum(v < t for v in seeds), sum(v > t for v in seeds)
+    if below and above:
+        return f"seeds: {below} below the bar, {above} above", "no seed count: the seeds split"
+    measured, interval = _float(row.get("measured")), row.get("interval")
+    if not interval or math.isnan(measured):
+        return "-", "-"
     lo, hi = _float(interval[0]), _float(interval[1])
     if not lo <= t <= hi:
         return f"interval [{_num(lo)}, {_num(hi)}]", "-"
