@@ -15,9 +15,13 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 git diff --quiet HEAD -- src || { echo "scoreboard.sh: src/ has uncommitted changes; commit them first" >&2; exit 2; }
 out=${1:-runs/board}
-mkdir -p "$out"
 head=$(git rev-parse HEAD)
-suites=${SUITES:-$(python3 -c 'from icgd.claims.runner import suite_names; print(" ".join(suite_names()))')}
+known=$(python3 -c 'from icgd.claims.runner import suite_names; print(" ".join(suite_names()))')
+suites=${SUITES:-$known}
+for s in $suites; do
+  [[ " $known " == *" $s "* ]] || { echo "scoreboard.sh: unknown suite '$s'; known: $known" >&2; exit 2; }
+done
+mkdir -p "$out"
 for s in $suites; do
   if [ -f "$out/$s/claims.json" ] && python3 - "$out/$s/claims.json" "$head" <<'EOF'
 import json, sys
@@ -29,7 +33,7 @@ EOF
   echo "$s: $(date -u +%H:%M:%S) start"
   /usr/bin/time -v -o "$out/$s.time" python3 -m icgd.cli verify "$s" --store-only --json --quiet \
     --out "$out/$s" "${extra[@]}" > "$out/$s.json" 2> "$out/$s.log" \
-    || { echo "$s: failed, see $out/$s.log" >&2; exit 1; }
+    || { rm -f "$out/$s.json"; echo "$s: failed, see $out/$s.log" >&2; exit 1; }
   echo "$s: $(date -u +%H:%M:%S) done, $(grep -o 'Elapsed.*' "$out/$s.time")"
 done
 python3 -m icgd.cli scoreboard "$out"/*/
