@@ -94,6 +94,7 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
                         | {
                            "seconds": round(time.perf_counter() - t0, 1), "claims": checked,
                            "models": _models_used(results),
+                           "references": _models_used(results, "references"),
                            "not_run": [{"experiment": exp, "models": labels,
                                         "minutes": get_experiment(exp).full_minutes}
                                        for exp, labels in not_run.items()],
@@ -108,11 +109,12 @@ def _why_not_run(experiment: str, labels: list[str]) -> str:
             f"experiment's models take about {minutes:g} min on 2 CPU cores: `icgd reproduce {experiment}`)")
 
 
-def _models_used(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every model the suite's experiments used, once (by name and fingerprint), with where it came from."""
+def _models_used(results: dict[str, Any], kind: str = "models") -> list[dict[str, Any]]:
+    """Every model (`kind` "models") or fitted reference ("references") the suite's experiments used, once (by
+    name and fingerprint), with where it came from."""
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for r in results.values():
-        for m in (r.get("models") or {}).values() if isinstance(r, dict) else ():
+        for m in (r.get(kind) or {}).values() if isinstance(r, dict) else ():
             seen.setdefault((m["name"], m["fingerprint"]), m)
     return list(seen.values())
 

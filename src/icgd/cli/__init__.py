@@ -500,9 +500,10 @@ def build_parser() -> argparse.ArgumentParser:
                                     "it when its config equals the plan's. list: what it holds; missing: the "
                                     "full-mode models it lacks, with their cost; check: every file against its "
                                     "sha256; add RUN...: keep finished run directories (of a model cache), their "
-                                    "weights without the optimiser.")
+                                    "weights without the optimiser, and fitted references (the JSON files of a "
+                                    "cache's _references/).")
     st.add_argument("action", choices=("list", "check", "add", "missing"))
-    st.add_argument("runs", nargs="*", help="run directories to add")
+    st.add_argument("runs", nargs="*", help="run directories (or fitted references' JSON files) to add")
     st.add_argument("--store", help="the store's folder (default $ICGD_STORE, else the checkout's zoo/)")
     st.set_defaults(func=cmd_store)
     return parser

@@ -173,6 +173,41 @@ class ExperimentContext:
         self.results.setdefault("models", {}).setdefault(label, {"name": label, "fingerprint": fp, "from": origin,
                                                                  "commit": commit, "device": trained_on(summary)})
 
+    def fitted(self, label: str, inputs: dict[str, Any], fit: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """A reference whose fit costs minutes, fitted once: `fit()` returns it as a JSON-able payload; `inputs`
+        (JSON-able) is everything the fit reads, and keys it (`icgd.train.store.reference_key`). Taken from
+        the store where it holds these inputs' reference (its hash checked), else from the model cache
+        (`_references/` of a run into the same cache, or one fitted there with --retrain), else fitted now and
+        written into the cache, where `icgd store add` can keep it. Where it came from goes into results.json's
+        "references" (`from`: "store", "cache" or "fitted"; the commit and thread count that fitted it)."""
+        import time
+
+        import torch
+
+        from icgd.core.version import code_commit
+        from icgd.train.store import CACHE_REFERENCES, read_reference, reference_key
+
+        key, fp = reference_key(label, inputs)
+        ref = self.store.find_reference(key) if self.store is not None else None
+        origin = "store"
+        cached = self.cache / CACHE_REFERENCES / f"{key}.json"
+        if ref is None and cached.is_file():
+            ref, origin = read_reference(cached), "cache"
+        if ref is None:
+            t0 = time.perf_counter()
+            payload = fit()
+            ref = {"key": key, "name": label, "fingerprint": fp, "inputs": inputs, "payload": payload,
+                   "commit": code_commit(), "seconds": round(time.perf_counter() - t0, 1),
+                   "threads": torch.get_num_threads(), "torch": torch.__version__}
+            if self.create:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                write_json(cached, ref)
+            origin = "fitted"
+        self.results.setdefault("references", {})[label] = {
+            "name": label, "fingerprint": fp, "from": origin, "commit": ref["commit"], "threads": ref["threads"],
+            "seconds": ref["seconds"]}
+        return ref["payload"]
+
     def train_tracked(self, label: str, config: TrainConfig, every: int,
                       measure: Callable[[TrainResult], dict[str, float]]) -> tuple[TrainResult, list[dict[str, Any]]]:
         """Train `config` in segments of `every` steps and call `measure` on the weights at the start and

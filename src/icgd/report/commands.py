@@ -22,6 +22,9 @@ def store(args: argparse.Namespace) -> int:
         if not args.runs:
             raise ValueError("icgd store add needs the finished run directories to keep")
         for run in args.runs:
+            if Path(run).is_file() and run.endswith(".json"):  # a fitted reference of a cache's _references/
+                print(f"{store.add_reference(Path(run))}: fitted reference")
+                continue
             m = store.add(Path(run))
             print(f"{m.key}: {m.entry['device']}, {m.entry['steps']} steps, "
                   f"{sum(f['bytes'] for f in m.entry['files'].values()) / 1e6:.2f} MB")
@@ -32,12 +35,18 @@ def store(args: argparse.Namespace) -> int:
     if args.action == "check":
         for m in models:
             store.check(m)  # a StoreError is one line and exit 2
-        print(f"{len(models)} models, every file as the manifest says ({store.size() / 1e6:.1f} MB)")
+        refs = store.manifest["references"]
+        for key in refs:
+            store.find_reference(key)
+        print(f"{len(models)} models and {len(refs)} fitted references, every file as the manifest says "
+              f"({store.size() / 1e6:.1f} MB)")
         return 0
     for m in models:
         e = m.entry
         print(f"{m.key:<40} {e['device']:<9} {e['steps']:>7} steps  {(e.get('seconds') or 0) / 60:6.1f} min  "
               f"{e['commit'][:10]}")
+    for key, e in sorted(store.manifest["references"].items()):
+        print(f"{key:<40} reference {e['threads']} thr   {(e.get('seconds') or 0) / 60:6.1f} min  {e['commit'][:10]}")
     for name, why in store.manifest["missing"].items():
         print(f"{name:<40} missing: {why}")
     print(f"{len(models)} models, {store.size() / 1e6:.1f} MB in {store.root}")

@@ -26,7 +26,7 @@ from icgd.report.runs import ReportError, _float, _num, load_run
 
 INDEX = "index.md"
 #: the verify report's keys kept in the scoreboard's JSON (the profile only as its summary)
-_KEPT = ("suite", "mode", "quick", "model", "seconds", "claims", "models", "not_run", "env")
+_KEPT = ("suite", "mode", "quick", "model", "seconds", "claims", "models", "references", "not_run", "env")
 
 
 # ------------------------------------------------------------------------------------------ recording
@@ -166,6 +166,10 @@ def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
         "models": [{"name": str(m.get("name")), "fingerprint": str(m.get("fingerprint")), "from": str(m.get("from")),
                     "commit": str(m.get("commit") or "")[:10] or "-", "device": str(m.get("device") or "-")}
                    for m in models],
+        "references": [{"name": str(m.get("name")), "fingerprint": str(m.get("fingerprint")),
+                        "from": str(m.get("from")), "commit": str(m.get("commit") or "")[:10] or "-",
+                        "threads": str(m.get("threads") or "-"), "minutes": _num((m.get("seconds") or 0) / 60)}
+                       for m in report.get("references") or []],
         "origins": ", ".join(f"{n} from the {o}" if o in ("store", "cache") else f"{n} {o}"
                              for o, n in sorted(origins.items()))
                    or (f"none trained (the pretrained LM {report['model']})"

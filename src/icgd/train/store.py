@@ -11,6 +11,12 @@ its wall time, the torch version, and the sha256 and size of every file. Models 
 (language-model scale) are listed under "missing" with their size, their cost and the command that trains
 them.
 
+The store also keeps fitted references: a reference learner whose fit costs minutes (the deep models' GD++,
+`icgd.sources.oswald.shared.gdpp_reference`) is kept as one JSON file under `references/`, keyed by a
+fingerprint of everything the fit reads (the task's config, the tuning tasks' seed and number, the fit's
+settings and its code's version), listed under the manifest's "references" with the commit that fitted it,
+its wall time and its thread count. Reading one checks its hash as a model's.
+
 Reading a model checks every file against the manifest first: a file whose hash differs is refused with a
 `StoreError` (one line; the command line exits 2) and nothing of that model is used. A plan whose config
 changed has another fingerprint, so a model of an older config is never used for it.
@@ -41,6 +47,10 @@ KEPT = ("config.yaml", "summary.json", "metrics.parquet", "metrics.csv", "refere
 CHECKPOINT = "checkpoint.safetensors"
 #: where the store is found when none is named: $ICGD_STORE, else `zoo/` beside the package's source tree
 ENV = "ICGD_STORE"
+#: the folder of the fitted references (one JSON file each) in the store and in a model cache
+REFERENCES = "references"
+#: the folder of the fitted references in a model cache (beside the run directories)
+CACHE_REFERENCES = "_references"
 #: the file that marks a run directory of a model cache as a copy of a stored model (it holds the store key)
 COPY_MARK = ".from-store"
 
@@ -87,7 +97,7 @@ class ModelStore:
         if self._manifest is None:
             path = self.root / MANIFEST
             if not path.is_file():
-                self._manifest = {"format": FORMAT, "models": {}, "missing": {}}
+                self._manifest = {"format": FORMAT, "models": {}, "missing": {}, "references": {}}
             else:
                 try:
                     data = json.loads(path.read_text())
@@ -96,6 +106,7 @@ class ModelStore:
                 if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("models"), dict):
                     raise StoreError(f"{path}: not a model store manifest of format {FORMAT}")
                 data.setdefault("missing", {})
+                data.setdefault("references", {})
                 self._manifest = data
         return self._manifest
 
@@ -141,7 +152,41 @@ class ModelStore:
         tmp.rename(run)
         return run
 
+    def find_reference(self, key: str) -> dict[str, Any] | None:
+        """The payload of the fitted reference `key` (`reference_key`), checked against the manifest, or None
+        where the store holds none; a StoreError where its file differs from the manifest."""
+        entry = self.manifest["references"].get(key)
+        if entry is None:
+            return None
+        path = self.root / REFERENCES / f"{key}.json"
+        if not path.is_file():
+            raise StoreError(f"{path}: missing from the model store (the manifest lists it)")
+        if path.stat().st_size != entry["bytes"] or sha256(path) != entry["sha256"]:
+            raise StoreError(f"{path}: its sha256 differs from the store's manifest: the file was changed; the "
+                             "reference is not used (restore it from git, or fit it again with --retrain)")
+        return read_reference(path)
+
     # ---------------------------------------------------------------------------------------- writing
+    def add_reference(self, path: str | Path) -> str:
+        """Keep the fitted reference `path` (a JSON file of a model cache's `_references/`) in the store;
+        returns its key."""
+        path = Path(path)
+        ref = read_reference(path)
+        key = ref["key"]
+        if path.name != f"{key}.json":
+            raise StoreError(f"{path}: a fitted reference's file is named by its key ({key}.json)")
+        target = self.root / REFERENCES / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
+        shutil.copy2(path, tmp)
+        tmp.rename(target)
+        self.manifest["references"][key] = {"name": ref["name"], "fingerprint": ref["fingerprint"],
+                                            "commit": ref["commit"], "seconds": ref["seconds"],
+                                            "threads": ref["threads"], "torch": ref["torch"],
+                                            "sha256": sha256(target), "bytes": target.stat().st_size}
+        self._write()
+        return key
+
     def add(self, run: str | Path, label: str | None = None, commit: str | None = None) -> StoredModel:
         """Keep the finished run directory `run` in the store (its weights without the optimiser state) and
         list it in the manifest; returns it. `label`: the model's label (default: the folder's name without
@@ -194,8 +239,9 @@ class ModelStore:
         write_json(self.root / MANIFEST, self.manifest)
 
     def size(self) -> int:
-        """Bytes of every stored file."""
-        return sum(f["bytes"] for e in self.manifest["models"].values() for f in e["files"].values())
+        """Bytes of every stored file (the models' and the fitted references')."""
+        return (sum(f["bytes"] for e in self.manifest["models"].values() for f in e["files"].values())
+                + sum(e["bytes"] for e in self.manifest["references"].values()))
 
 
 def usable(run: Path, store: ModelStore | None) -> bool:
@@ -218,6 +264,32 @@ def would_train(run: Path, label: str, config: Any, store: ModelStore | None) ->
     return not usable(run, store) and (store is None or store.find(label, config) is None)
 
 
+def reference_key(label: str, inputs: dict[str, Any]) -> tuple[str, str]:
+    """(key, fingerprint) of a fitted reference: its label and a hash of everything its fit reads (`inputs`,
+    JSON-able: equal inputs, equal key)."""
+    from icgd.core.io import fingerprint
+
+    fp = fingerprint(inputs)
+    return f"{label}-{fp}", fp
+
+
+#: the fields of a fitted reference's file
+REFERENCE_FIELDS = ("key", "name", "fingerprint", "inputs", "payload", "commit", "seconds", "threads", "torch")
+
+
+def read_reference(path: Path) -> dict[str, Any]:
+    """A fitted reference's file, its fields checked (a StoreError, one line, where it is not one)."""
+    try:
+        ref = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise StoreError(f"{path}: not a readable fitted reference ({type(e).__name__})") from None
+    if not isinstance(ref, dict) or any(k not in ref for k in REFERENCE_FIELDS):
+        raise StoreError(f"{path}: not a fitted reference (it needs {', '.join(REFERENCE_FIELDS)})")
+    if reference_key(ref["name"], ref["inputs"])[0] != ref["key"]:
+        raise StoreError(f"{path}: its key is not its inputs' fingerprint (the file was changed)")
+    return ref
+
+
 def sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -236,5 +308,5 @@ def default_store() -> ModelStore | None:
     return ModelStore(root) if (root / MANIFEST).is_file() else None
 
 
-__all__ = ["COPY_MARK", "ModelStore", "StoreError", "StoredModel", "default_store", "store_key", "usable",
-           "would_train"]
+__all__ = ["CACHE_REFERENCES", "COPY_MARK", "REFERENCES", "ModelStore", "StoreError", "StoredModel", "default_store",
+           "read_reference", "reference_key", "store_key", "usable", "would_train"]

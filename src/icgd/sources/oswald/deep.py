@@ -57,7 +57,7 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
     recurrent = res.config.model.recurrent
     claim_ref = "gdpp_shared" if recurrent else "gdpp"  # the GD++ the claims read (the code's kind for this model)
     # that GD++: the best of three fits (the code's Adam fit among them), `gdpp_reference`
-    best, fits, fit = gdpp_reference(ctx, res.config.task, tune, steps, recurrent, clip)
+    best, fits, fit = gdpp_reference(ctx, res.config.task, steps, recurrent, clip)
     refs = {"gd": tune_gd(tune, steps, clip=clip)} | (
         {"gdpp": tune_gdpp(tune, steps, clip=clip)} if recurrent else {}) | {claim_ref: best}
     ctx.result(f"{tag}.{claim_ref}_fits", {k: evaluate(v, ev).mean for k, v in fits.items()})

@@ -69,7 +69,7 @@ def depth(ctx: ExperimentContext) -> None:
         if (k, recurrent, clip) not in refs:  # a recurrent model's GD++ shares one (eta, gamma), as the code's
             tune = tune_tasks(ctx, task)
             gd = tune_gd(tune, k, clip=clip)
-            gdpp, fits, fit = gdpp_reference(ctx, task, tune, k, recurrent, clip)  # best of three, the code's among them
+            gdpp, fits, fit = gdpp_reference(ctx, task, k, recurrent, clip)  # best of three, the code's among them
             tag = f"gdpp{'_shared' if recurrent else ''}_{k}"
             fit_losses = {f: evaluate(v, ev).mean for f, v in fits.items()}
             ctx.result(f"{tag}_fits", fit_losses)

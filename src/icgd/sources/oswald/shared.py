@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from icgd.core.episodes import Episodes
 from icgd.core.metrics import evaluate
-from icgd.experiments.common import EVAL_SEED, Size, eval_tasks, median, seed_losses, size
+from icgd.experiments.common import (EVAL_SEED, TUNE_SEED, TUNE_TASKS, Size, eval_tasks, median, seed_losses, size,
+                                    tune_tasks)
 from icgd.experiments.linear_setup import STEPS_RECURRENT, authors_setup, train_config
 from icgd.experiments.registry import ExperimentContext
 from icgd.learners.explicit import GDPlusPlus, ZeroPredictor
@@ -92,19 +92,46 @@ def recurrent2_model(ctx: ExperimentContext) -> dict[str, TrainConfig]:
 GDPP_FIT_STEPS = {True: Size(quick=1000, full=1000, smoke=20), False: Size(quick=3000, full=30_000, smoke=20)}
 
 
-def gdpp_reference(ctx: ExperimentContext, task: Any, tune: Episodes, steps: int, shared: bool,
+#: the version of the GD++ fits' code (`gdpp_reference`): part of the key of a stored fit, so that a stored fit
+#: is never used once the code that fits it changed. Raise it with any change to `fit_gdpp_adam`, `tune_gdpp`
+#: (and the `tune_gd` it starts from), `best_on` or the task sampling they read.
+GDPP_FIT_VERSION = 1
+
+
+def gdpp_reference(ctx: ExperimentContext, task: Any, steps: int, shared: bool,
                    clip: float | None) -> tuple[GDPlusPlus, dict[str, GDPlusPlus], str]:
     """GD++ with `steps` steps for a stack of as many layers (one shared eta and gamma when `shared`, as the
-    code's for recurrent stacks): (best, {fit: learner}, best's name), the best on `tune` of the code's Adam fit
-    (with its learning rate and gradient clip for that depth, CTS:148-150, batch 512, CTS:155), L-BFGS from the
-    tuned GD rates, and L-BFGS from the code's fit."""
+    code's for recurrent stacks): (best, {fit: learner}, best's name), the best on the tuning tasks
+    (`tune_tasks`) of the code's Adam fit (with its learning rate and gradient clip for that depth,
+    CTS:148-150, batch 512, CTS:155), L-BFGS from the tuned GD rates, and L-BFGS from the code's fit.
+
+    The fits take minutes (about 10 on 2 cores for five layers in full mode), and L-BFGS on this
+    ill-conditioned problem carries the last bits of a reduction, which differ with the thread count, to other
+    end points (docs/lab-notes/oswald-deep-references.md). So they are fitted once and kept
+    (`ExperimentContext.fitted`): the model store holds the full-mode fits, and a rerun reads the same
+    numbers on any machine."""
     optim = authors_setup(steps)["optim"]
-    adam = fit_gdpp_adam(lambda b, g: task.sample(b, g), tune, steps, shared=shared, clip=clip, lr=optim["lr"],
-                         grad_clip=optim["grad_clip"], n_steps=size(ctx, GDPP_FIT_STEPS[shared]), batch=512)
-    fits = {"lbfgs": tune_gdpp(tune, steps, shared=shared, clip=clip), "adam": adam,
-            "adam+lbfgs": tune_gdpp(tune, steps, shared=shared, clip=clip, init=adam)}
-    name, best = best_on(tune, fits)
-    return best, fits, name
+    adam_steps = size(ctx, GDPP_FIT_STEPS[shared])
+    n_tune = size(ctx, TUNE_TASKS)
+    inputs = {"fit": "gdpp_reference", "version": GDPP_FIT_VERSION, "task": task.model_dump(mode="json"),
+              "tune": {"seed": TUNE_SEED, "tasks": n_tune}, "steps": steps, "shared": shared, "clip": clip,
+              "adam": {"lr": optim["lr"], "grad_clip": optim["grad_clip"], "steps": adam_steps, "batch": 512,
+                       "seed": 0}}
+
+    def fit() -> dict[str, Any]:
+        tune = tune_tasks(ctx, task)
+        adam = fit_gdpp_adam(lambda b, g: task.sample(b, g), tune, steps, shared=shared, clip=clip,
+                             lr=optim["lr"], grad_clip=optim["grad_clip"], n_steps=adam_steps, batch=512, seed=0)
+        fits = {"lbfgs": tune_gdpp(tune, steps, shared=shared, clip=clip), "adam": adam,
+                "adam+lbfgs": tune_gdpp(tune, steps, shared=shared, clip=clip, init=adam)}
+        name, _ = best_on(tune, fits)
+        return {"best": name, "fits": {k: {"etas": [float(e) for e in v.etas], "gammas": [float(g) for g in v.gammas],
+                                           "name": v.name} for k, v in fits.items()}}
+
+    label = f"gdpp{'_shared' if shared else ''}-{steps}"
+    out = ctx.fitted(label, inputs, fit)
+    fits = {k: GDPlusPlus(v["etas"], v["gammas"], steps, name=v["name"], clip=clip) for k, v in out["fits"].items()}
+    return fits[out["best"]], fits, out["best"]
 
 
 def deviation_where_learns(tf_loss: float, ref_loss: float, zero_loss: float) -> float | None:
