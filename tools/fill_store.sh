@@ -31,6 +31,14 @@ store_finished() {
     git diff --cached --quiet -- zoo && { echo "fill_store.sh: $key was not added to $PWD/zoo" >&2; exit 1; }
     git commit -q -m "zoo: $key, trained in full mode by icgd reproduce $exp" -- zoo
   done
+  for ref in "$cache"/_references/*.json; do  # fitted references (docs/store.md, "Fitted references")
+    [ -f "$ref" ] || continue
+    key=$(basename "$ref" .json)
+    [ -f "zoo/references/$key.json" ] && continue
+    python3 -m icgd.cli store add "$ref"
+    git add zoo
+    git commit -q -m "zoo: fitted reference $key, from icgd reproduce $exp in full mode" -- zoo
+  done
 }
 
 for exp in "$@"; do
