@@ -139,3 +139,13 @@ def test_the_deep_gdpp_fits_are_the_same_from_the_store(tmp_path):
     # a clip is part of the inputs: another key, fitted again
     gdpp_reference(again, task, 2, False, 10.0)
     assert again.results["references"]["gdpp-2"]["from"] == "fitted"
+
+
+def test_a_cache_file_of_another_fit_under_this_key_is_refused(tmp_path):
+    fit = Fit()
+    _ctx(tmp_path, None).fitted("toy", INPUTS, fit)
+    _ctx(tmp_path, None).fitted("toy", INPUTS | {"tasks": 11}, fit)
+    mine, other = sorted((tmp_path / "cache" / "_references").glob("toy-*.json"), key=lambda p: "tasks\": 11" in p.read_text())
+    other.replace(mine)  # the fit of 11 tasks under the name of the fit of 10
+    with pytest.raises(StoreError, match="not toy-"):
+        _ctx(tmp_path, None).fitted("toy", INPUTS, fit)

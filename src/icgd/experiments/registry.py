@@ -192,7 +192,7 @@ class ExperimentContext:
         origin = "store"
         cached = self.cache / CACHE_REFERENCES / f"{key}.json"
         if ref is None and cached.is_file():
-            ref, origin = read_reference(cached), "cache"
+            ref, origin = read_reference(cached, key), "cache"
         if ref is None:
             t0 = time.perf_counter()
             payload = fit()

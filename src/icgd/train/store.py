@@ -164,7 +164,7 @@ class ModelStore:
         if path.stat().st_size != entry["bytes"] or sha256(path) != entry["sha256"]:
             raise StoreError(f"{path}: its sha256 differs from the store's manifest: the file was changed; the "
                              "reference is not used (restore it from git, or fit it again with --retrain)")
-        return read_reference(path)
+        return read_reference(path, key)
 
     # ---------------------------------------------------------------------------------------- writing
     def add_reference(self, path: str | Path) -> str:
@@ -277,8 +277,9 @@ def reference_key(label: str, inputs: dict[str, Any]) -> tuple[str, str]:
 REFERENCE_FIELDS = ("key", "name", "fingerprint", "inputs", "payload", "commit", "seconds", "threads", "torch")
 
 
-def read_reference(path: Path) -> dict[str, Any]:
-    """A fitted reference's file, its fields checked (a StoreError, one line, where it is not one)."""
+def read_reference(path: Path, key: str | None = None) -> dict[str, Any]:
+    """A fitted reference's file, its fields checked, and its key `key` where one is asked for (a StoreError,
+    one line, where it is not one)."""
     try:
         ref = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as e:
@@ -287,6 +288,8 @@ def read_reference(path: Path) -> dict[str, Any]:
         raise StoreError(f"{path}: not a fitted reference (it needs {', '.join(REFERENCE_FIELDS)})")
     if reference_key(ref["name"], ref["inputs"])[0] != ref["key"]:
         raise StoreError(f"{path}: its key is not its inputs' fingerprint (the file was changed)")
+    if key is not None and ref["key"] != key:
+        raise StoreError(f"{path}: holds the fitted reference {ref['key']}, not {key}")
     return ref
 
 
