@@ -163,12 +163,9 @@ def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
         "notes": [(r["id"], _cell(r["note"])) for r in rows if r.get("note") and r.get("experiment") not in not_run],
         "no_reference": sum(r.get("reference") is None for r in claims),
         "no_reference_unexplained": sum(r.get("reference") is None and not r.get("reference_note") for r in claims),
-        "models": [{"name": str(m.get("name")), "fingerprint": str(m.get("fingerprint")), "from": str(m.get("from")),
-                    "commit": str(m.get("commit") or "")[:10] or "-", "device": str(m.get("device") or "-")}
-                   for m in models],
-        "references": [{"name": str(m.get("name")), "fingerprint": str(m.get("fingerprint")),
-                        "from": str(m.get("from")), "commit": str(m.get("commit") or "")[:10] or "-",
-                        "threads": str(m.get("threads") or "-"), "minutes": _num((m.get("seconds") or 0) / 60)}
+        "models": [_origin(m) | {"device": str(m.get("device") or "-")} for m in models],
+        "references": [_origin(m) | {"threads": str(m.get("threads") or "-"),
+                                     "minutes": _num((m.get("seconds") or 0) / 60)}
                        for m in report.get("references") or []],
         "origins": ", ".join(f"{n} from the {o}" if o in ("store", "cache") else f"{n} {o}"
                              for o, n in sorted(origins.items()))
@@ -178,6 +175,13 @@ def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
         "not_run": [{"experiment": n["experiment"], "models": ", ".join(n["models"]), "minutes": _num(n["minutes"])}
                     for n in report.get("not_run") or []],
     }
+
+
+def _origin(m: dict[str, Any]) -> dict[str, str]:
+    """What a page shows of a model or a fitted reference the run used: its name, fingerprint, where it came
+    from and the commit that made it."""
+    return {"name": str(m.get("name")), "fingerprint": str(m.get("fingerprint")), "from": str(m.get("from")),
+            "commit": str(m.get("commit") or "")[:10] or "-"}
 
 
 def _row(r: dict[str, Any], not_run: set[str]) -> dict[str, str]:

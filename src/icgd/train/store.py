@@ -47,7 +47,7 @@ KEPT = ("config.yaml", "summary.json", "metrics.parquet", "metrics.csv", "refere
 CHECKPOINT = "checkpoint.safetensors"
 #: where the store is found when none is named: $ICGD_STORE, else `zoo/` beside the package's source tree
 ENV = "ICGD_STORE"
-#: the folder of the fitted references (one JSON file each) in the store and in a model cache
+#: the folder of the fitted references (one JSON file each) in the store
 REFERENCES = "references"
 #: the folder of the fitted references in a model cache (beside the run directories)
 CACHE_REFERENCES = "_references"
@@ -125,12 +125,7 @@ class ModelStore:
         differs."""
         folder = self.root / model.key
         for name, want in model.entry["files"].items():
-            path = folder / name
-            if not path.is_file():
-                raise StoreError(f"{path}: missing from the model store (the manifest lists it)")
-            if path.stat().st_size != want["bytes"] or sha256(path) != want["sha256"]:
-                raise StoreError(f"{path}: its sha256 differs from the store's manifest: the file was changed; "
-                                 "the model is not used (restore it from git, or train it with --retrain)")
+            _check_file(folder / name, want, "the model is not used (restore it from git, or train it with --retrain)")
 
     def materialize(self, model: StoredModel, run: Path) -> Path:
         """Copy `model` into the run directory `run` (of a model cache), marked as a copy (`COPY_MARK`), after
@@ -153,17 +148,14 @@ class ModelStore:
         return run
 
     def find_reference(self, key: str) -> dict[str, Any] | None:
-        """The payload of the fitted reference `key` (`reference_key`), checked against the manifest, or None
-        where the store holds none; a StoreError where its file differs from the manifest."""
+        """The fitted reference `key` (`reference_key`) as its file holds it (`read_reference`), checked against
+        the manifest, or None where the store holds none; a StoreError where its file differs from the
+        manifest."""
         entry = self.manifest["references"].get(key)
         if entry is None:
             return None
         path = self.root / REFERENCES / f"{key}.json"
-        if not path.is_file():
-            raise StoreError(f"{path}: missing from the model store (the manifest lists it)")
-        if path.stat().st_size != entry["bytes"] or sha256(path) != entry["sha256"]:
-            raise StoreError(f"{path}: its sha256 differs from the store's manifest: the file was changed; the "
-                             "reference is not used (restore it from git, or fit it again with --retrain)")
+        _check_file(path, entry, "the reference is not used (restore it from git, or fit it again with --retrain)")
         return read_reference(path, key)
 
     # ---------------------------------------------------------------------------------------- writing
@@ -262,6 +254,15 @@ def would_train(run: Path, label: str, config: Any, store: ModelStore | None) ->
     """Whether full mode must train the model `label` with `config` cached at `run`: the cache holds no
     usable run of it (`usable`) and the store does not hold it."""
     return not usable(run, store) and (store is None or store.find(label, config) is None)
+
+
+def _check_file(path: Path, want: dict[str, Any], consequence: str) -> None:
+    """A StoreError (one line) where the stored file `path` is missing or differs from its manifest record
+    `want` ({"bytes", "sha256"}); `consequence` says what is then not used."""
+    if not path.is_file():
+        raise StoreError(f"{path}: missing from the model store (the manifest lists it)")
+    if path.stat().st_size != want["bytes"] or sha256(path) != want["sha256"]:
+        raise StoreError(f"{path}: its sha256 differs from the store's manifest: the file was changed; {consequence}")
 
 
 def reference_key(label: str, inputs: dict[str, Any]) -> tuple[str, str]:
