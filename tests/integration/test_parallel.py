@@ -156,7 +156,7 @@ def test_train_declared_stops_on_budget_and_keeps_the_checkpoint(tmp_path):
     import train_declared
 
     out = tmp_path / "records.json"
-    assert train_declared.main(["test-long", "--device", "cpu", "--cache", str(tmp_path / "_train"), "--budget", "30",
+    assert train_declared.main(["test-long", "--device", "cpu", "--cache", str(tmp_path / "_train"), "--budget", "15",
                                 "--workers", "2", "--json", str(out)]) == 0
     recs = {r["model"]: r for r in json.loads(out.read_text())["models"]}
     assert recs["short"]["status"] == "completed" and recs["short"]["steps"] == 20

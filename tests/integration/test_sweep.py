@@ -140,9 +140,9 @@ def _wait_for(predicate, timeout: float, what: str):
 def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(tmp_path, workers):
     """SIGINT in the middle of a trial, one after another in the command's process or on Ray."""
     out = tmp_path / "sw"
-    # 10,000 steps (about 5 s a trial): a trial of 1000 finishes within half a second of its first checkpoint,
-    # before the interrupt can stop it
-    cmd = _cli("lsa-1", "task.n_context=4,8", "steps=10000", "batch_size=64", "eval.every=5000",
+    # 3000 steps (about 6 s a trial on 2 cores, 2026-11-29; 10,000 made the test 50 s): the interrupt, sent
+    # within 0.2 s of the first checkpoint (step 100), lands in the middle of a trial
+    cmd = _cli("lsa-1", "task.n_context=4,8", "steps=3000", "batch_size=64", "eval.every=1500",
                "eval.n_tasks=64", "eval.n_tune=64", "checkpoint_every=100", "--seeds", "1", "--out", str(out),
                "--workers", workers)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -438,3 +438,37 @@ def test_batched_recording_equals_one_query_at_a_time(tiny, use_cache, queries_a
     assert [s.shape for s in many.query_scores] == [s.shape for s in one.query_scores]
     for a, b in zip(many.query_scores, one.query_scores):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+
+
+def test_a_sliding_window_model_scores_past_its_window_with_the_prefix_cache():
+    """The Gemma-3 family's layers alternate a sliding window and full attention: a tiny one (window 8) on a
+    prefix of 20 tokens, past its window, scores the same with the prefix cache, without it and side by side
+    (Gemma 3's cache once held only the window, and crop could not roll back). The recorded scores to the prefix
+    too: keys the sliding layer cannot attend are -inf in all three, the rest equal. The packaged Gemma-3-270M
+    runs the same test on its file under `-m slow` (tests/integration/test_lm.py)."""
+    from icgd.lm.icl import score
+
+    torch.manual_seed(0)
+    cfg = transformers.Gemma3TextConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                        num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                                        max_position_embeddings=128, sliding_window=8,
+                                        layer_types=["sliding_attention", "full_attention"])
+    lm = _LM(transformers.Gemma3ForCausalLM._from_config(cfg, attn_implementation="eager", dtype=torch.float64).eval())
+    g = torch.Generator().manual_seed(5)
+    prefix = torch.randint(1, 50, (20,), generator=g).tolist()
+    queries = [torch.randint(1, 50, (n,), generator=g).tolist() for n in (2, 4, 3)]
+    labels = [[5], [7, 8, 9]]  # a label of several tokens
+    cached = score(lm, prefix, queries, labels, use_cache=True, record=True)
+    whole = score(lm, prefix, queries, labels, use_cache=False, record=True)
+    batched = score(lm, prefix, queries, labels, batch=2, record=True)  # one row of padding
+    assert torch.isfinite(cached.logp).all()
+    # Gemma's norms compute in float32 whatever the model's dtype: agreement to 1e-6, not float64's 1e-9
+    torch.testing.assert_close(cached.logp, whole.logp, rtol=0, atol=1e-6)
+    torch.testing.assert_close(batched.logp, cached.logp, rtol=0, atol=1e-6)
+    a, b, c = cached.prefix_scores, whole.prefix_scores, batched.prefix_scores
+    assert a.shape == b.shape == c.shape == (3, 2, len(prefix))
+    seen = torch.isfinite(a)
+    assert torch.equal(seen, torch.isfinite(b)) and torch.equal(seen, torch.isfinite(c))
+    assert seen[:, 1].all() and not seen[:, 0].all() and seen[:, 0, -3:].all()  # layer 0 slides, layer 1 sees all
+    torch.testing.assert_close(a[seen], b[seen], rtol=0, atol=1e-5)
+    torch.testing.assert_close(c[seen], a[seen], rtol=0, atol=1e-5)

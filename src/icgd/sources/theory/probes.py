@@ -31,6 +31,9 @@ from icgd.train.models import as_learner, build_module
 DX, N_CONTEXT = 4, 10
 #: tasks the probes are fitted on and scored on (distinct draws), per mode
 PROBE_TRAIN, PROBE_TEST = Size(4000, 8000, smoke=64), Size(2000, 4000, smoke=64)
+#: the MLP probe's AdamW steps (`mlp_probe_r2`); smoke mode checks the plumbing (800 steps on every layer of
+#: three models and two seeds were 25 of the theory suite's 30 s smoke run, 2026-11-29)
+MLP_STEPS = Size(800, 800, smoke=40)
 TARGETS = ("xty", "w_ols")
 PROBES = {"linear": linear_probe_r2, "mlp": mlp_probe_r2}
 #: the decoder: quick, a small one (2 cores); full, Akyuerek et al.'s code's (ekinakyurek/google-research
@@ -79,10 +82,11 @@ def _hidden(learner, ep, chunk: int = 1000) -> torch.Tensor:
     return torch.cat(parts, 1)
 
 
-def _scores(learner, train, test, t_train, t_test, seed: int) -> dict[str, dict[str, list[float]]]:
+def _scores(learner, train, test, t_train, t_test, seed: int, mlp_steps: int) -> dict[str, dict[str, list[float]]]:
     """{probe: {target: [R^2 per layer]}} of one model."""
     h_train, h_test = _hidden(learner, train), _hidden(learner, test)
-    return {p: {t: [fn(h_train[i], t_train[t], h_test[i], t_test[t], **({"seed": seed} if p == "mlp" else {}))
+    mlp = {"seed": seed, "steps": mlp_steps}
+    return {p: {t: [fn(h_train[i], t_train[t], h_test[i], t_test[t], **(mlp if p == "mlp" else {}))
                     for i in range(h_train.shape[0])] for t in TARGETS} for p, fn in PROBES.items()}
 
 
@@ -121,7 +125,7 @@ def probes(ctx: ExperimentContext) -> None:
             learnt.append(evaluate(trained, ev).mean / zero)
         for kind, model in (("trained", trained), ("untrained", _untrained(res.config, seed)),
                             ("control task", res_control.learner(seed).to("cpu", torch.float64))):
-            sc = _scores(model, train, test, t_train, t_test, seed)
+            sc = _scores(model, train, test, t_train, t_test, seed, size(ctx, MLP_STEPS))
             scores[kind].append(sc)
             rows += [{"seed": seed, "model": kind, "probe": p, "target": t, "layer": i, "r2": v}
                      for p in PROBES for t in TARGETS for i, v in enumerate(sc[p][t])]
