@@ -6,7 +6,8 @@
 - `tune_gd` / `tune_gdpp`: constant eta by line search, per-step etas (and GD++ gammas) by L-BFGS
   started from the constant-eta optimum (or from a given GD++), all in float64;
 - `fit_gdpp_adam`: GD++ fitted as source 000's code fits it, by Adam on fresh tasks;
-- `best_on`: the learner with the lowest loss on the tuning episodes.
+- `best_on`: the learner with the lowest loss on the tuning episodes;
+- `gdpp_gradient`: how far a GD++ fit is from a stationary point (its loss's relative gradient).
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def tune_gdpp(ep: Episodes, steps: int, max_iter: int = 300, shared: bool = Fals
         start = torch.tensor(tune_gd(ep, steps, per_step=True, clip=clip).etas, dtype=torch.float64)
     # search in scale-free units: eta_k = start_k * exp(u_k), gamma_k = v_k / c with c the mean eigenvalue
     # of X X^T, so the search behaves the same whatever the input range
-    c = float((ep64.context_x ** 2).sum((1, 2)).mean()) / ep64.dx
+    c = _gamma_scale(ep64)
     v0 = (torch.zeros(n_par, dtype=torch.float64) if init is None
           else torch.tensor(init.gammas[:n_par], dtype=torch.float64) * c)
 
@@ -156,6 +157,32 @@ def tune_gdpp(ep: Episodes, steps: int, max_iter: int = 300, shared: bool = Fals
     best = learner([u, v])
     return GDPlusPlus([float(e) for e in best.etas], [float(g) for g in best.gammas], steps,
                       name="gdpp_shared" if shared else "gdpp", clip=clip)
+
+
+def _gamma_scale(ep64: Episodes) -> float:
+    """c, the mean eigenvalue of X X^T over the episodes: gamma * c is scale-free (`tune_gdpp`'s coordinates)."""
+    return float((ep64.context_x ** 2).sum((1, 2)).mean()) / ep64.dx
+
+
+def gdpp_gradient(ep: Episodes, learner: GDPlusPlus, shared: bool = False) -> float:
+    """|d loss / d (log eta, gamma c)| / loss of `learner` on `ep` (float64): the loss's relative gradient in the
+    coordinates `tune_gdpp` searches in (c: `_gamma_scale`), one (eta, gamma) per step, or with `shared` one
+    pair for every step. Near 0 at a minimum; L-BFGS can also stop where it is large (its line search fails
+    at a kink of the token-clipped loss), and such a stop is no minimum (docs/lab-notes/oswald-deep-references.md)."""
+    ep64 = ep.to(dtype=torch.float64)
+    c = _gamma_scale(ep64)
+    n_par = 1 if shared else learner.steps
+    if shared and (len(set(learner.etas)) > 1 or len(set(learner.gammas)) > 1):
+        raise ValueError(f"shared: the learner has more than one eta or gamma ({learner.etas}, {learner.gammas})")
+    etas = torch.tensor(learner.etas[:n_par], dtype=torch.float64)
+    u = torch.zeros(n_par, dtype=torch.float64, requires_grad=True)
+    v = (torch.tensor(learner.gammas[:n_par], dtype=torch.float64) * c).requires_grad_(True)
+    loss = _loss(GDPlusPlus((etas * torch.exp(u)).expand(learner.steps), (v / c).expand(learner.steps),
+                            learner.steps, clip=learner.clip), ep64)
+    if not torch.isfinite(loss):
+        return math.inf
+    loss.backward()
+    return float(torch.cat([u.grad, v.grad]).norm() / loss.detach().abs())
 
 
 @timed("tune reference")

@@ -31,7 +31,7 @@ from icgd.experiments.linear_setup import STEPS_SEPARATE, train_config
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.explicit import ZeroPredictor
 from icgd.learners.transformer import TransformerLearner
-from icgd.learners.tuning import tune_gd, tune_gdpp
+from icgd.learners.tuning import gdpp_gradient, tune_gd, tune_gdpp
 from icgd.results.figures import COLORS, band, label_axes, subplots
 from icgd.sources.oswald.keys import (
     DEEP_BOOT,
@@ -61,6 +61,9 @@ def _compare(ctx: ExperimentContext, res: TrainResult, steps: int, ev: Episodes,
     refs = {"gd": tune_gd(tune, steps, clip=clip)} | (
         {"gdpp": tune_gdpp(tune, steps, clip=clip)} if recurrent else {}) | {claim_ref: best}
     ctx.result(f"{tag}.{claim_ref}_fits", {k: evaluate(v, ev).mean for k, v in fits.items()})
+    # which fits reached a stationary point (`gdpp_gradient`, on the tasks they were fitted on): the claims
+    # read only those as minima
+    ctx.result(f"{tag}.{claim_ref}_fits_gradient", {k: gdpp_gradient(tune, v, recurrent) for k, v in fits.items()})
     ctx.result(f"{tag}.{claim_ref}_fit", fit)
     gdpp = refs["gdpp"]
     # every seed's and every reference's loss on every held-out task: their means are the losses reported, and
