@@ -303,7 +303,10 @@ class ExperimentContext:
         from icgd.results.figures import finish
 
         finish(fig)  # plain tick labels
-        for ext, dpi in (("png", 150), ("svg", None)):
+        # smoke mode checks that every figure draws: the PNG alone (the SVG was a third of the oswald suite's
+        # smoke run, 2026-11-29, cProfile)
+        kinds = (("png", 150),) if self.mode == "smoke" else (("png", 150), ("svg", None))
+        for ext, dpi in kinds:
             with atomic_path(self.out / f"{name}.{ext}") as tmp:
                 fig.savefig(tmp, format=ext, dpi=dpi or "figure", bbox_inches="tight")
         plt.close(fig)
