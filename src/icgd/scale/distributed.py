@@ -147,7 +147,12 @@ class Pool:
         from ray.exceptions import RayError, RayTaskError
 
         while self._pending:
-            done, _ = ray.wait(list(self._pending), num_returns=1)
+            # in slices of half a second: Python runs a signal handler only between them, and a wait until a
+            # job ends held back Ctrl-C that long (the Ctrl-C test beside other tests on 2 cores, 2026-11-29:
+            # 60 s without an answer)
+            done, _ = ray.wait(list(self._pending), num_returns=1, timeout=0.5)
+            if not done:
+                continue
             ref = done[0]
             key = self._pending.pop(ref)
             try:
