@@ -147,9 +147,9 @@ class Pool:
         from ray.exceptions import RayError, RayTaskError
 
         while self._pending:
-            # in slices of half a second: Python runs a signal handler only between them, and a wait until a
-            # job ends held back Ctrl-C that long (the Ctrl-C test beside other tests on 2 cores, 2026-11-29:
-            # 60 s without an answer)
+            # in slices of half a second, so that Python's signal handler (Ctrl-C) runs between them whatever
+            # Ray's wait does with signals. It did not cure what it was tried for: in the two-worker test suite a
+            # Ray sweep ignored the interrupt with it as without (docs/lab-notes/project-test-time.md)
             done, _ = ray.wait(list(self._pending), num_returns=1, timeout=0.5)
             if not done:
                 continue

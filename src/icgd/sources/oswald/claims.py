@@ -47,6 +47,14 @@ CONVERGED_FITS = ("lbfgs", "adam+lbfgs")
 #: than 1% of that bar. The fits it was argued from (2026-11-29): 5.6e-5 at the five-layer best fit, 0.12 at
 #: the L-BFGS stop beside it; any tolerance from 1e-4 to 1e-2 parts them.
 GDPP_STATIONARY = 1e-3
+_GDPP_MINIMUM_WHY = ("; inconclusive too where GD++ is no known minimum: the fit used not at a stationary point "
+                     f"(relative gradient {GDPP_STATIONARY:g} or more), or two fits at stationary points more than "
+                     "10% apart")
+
+
+def _fit_used(r: dict[str, Any], key: str) -> str | None:
+    """The name of the GD++ fit the claims read: "five.gdpp_fits" -> result "five.gdpp_fit"."""
+    return r[DEEP].get(key.removesuffix("s"))
 
 
 def _gdpp_fits(r: dict[str, Any], key: str) -> tuple[dict[str, float], dict[str, float] | None]:
@@ -69,7 +77,7 @@ def _gdpp_fit_values(r: dict[str, Any], key: str) -> dict[str, float]:
     spread = _gdpp_fit_spread(r, key)
     out = {} if spread is None else {"GD++ fits' spread": spread}
     _, grads = _gdpp_fits(r, key)
-    best = r[DEEP].get(key[:-1])  # "five.gdpp_fits" -> "five.gdpp_fit": the name of the fit used
+    best = _fit_used(r, key)
     if grads is not None and best in grads:
         out["GD++ fit's relative gradient"] = grads[best]
     return out
@@ -82,7 +90,7 @@ def _gdpp_unconverged(r: dict[str, Any], key: str) -> str | None:
     A fit that stopped elsewhere (an L-BFGS stop at a kink of the clipped loss) is no minimum and sets no
     precision."""
     _, grads = _gdpp_fits(r, key)
-    best = r[DEEP].get(key[:-1])
+    best = _fit_used(r, key)
     if grads is not None and best in grads and not grads[best] < GDPP_STATIONARY:
         return (f"the GD++ reference is not converged: its best fit ({best}) stops where the loss's relative "
                 f"gradient is {grads[best]:.2g}, above {GDPP_STATIONARY:g}")
@@ -270,7 +278,7 @@ def claims() -> list[Claim]:
               why="the loss curves overlap on a log axis: the 10% of every 'curves overlap' claim here (ood, "
                   "dampening-matches-gd); GD++ with one eta and gamma, as the official code; median seed, "
                   "inconclusive where the seeds, or the ends of its 95% interval over held-out tasks (paired "
-                  "bootstrap), fall on both sides of the bar",
+                  "bootstrap), fall on both sides of the bar" + _GDPP_MINIMUM_WHY,
               per_seed=lambda r: _loss_match_per_seed(r, "rec2", "rec2.gdpp_shared_loss"),
               replicates=lambda r: _loss_match_replicates(r, "rec2", "rec2.gdpp_shared_loss"),
               values=lambda r: _gdpp_fit_values(r, "rec2.gdpp_shared_fits"),
@@ -329,7 +337,8 @@ def claims() -> list[Claim]:
                                                                                      / r[DEEP]["five.gdpp_loss"] - 1), op="<", threshold=0.1,
               why="as rec2-matches-gdpp-loss; GD++ the best of three fits, the code's Adam fit among them; median "
                   "seed, inconclusive where the seeds, or the ends of its 95% interval over held-out tasks (paired "
-                  "bootstrap; per-task losses are heavy-tailed under the token clip), fall on both sides of the bar",
+                  "bootstrap; per-task losses are heavy-tailed under the token clip), fall on both sides of the bar"
+                  + _GDPP_MINIMUM_WHY,
               per_seed=lambda r: _loss_match_per_seed(r, "five", "five.gdpp_loss"),
               replicates=lambda r: _loss_match_replicates(r, "five", "five.gdpp_loss"),
               values=lambda r: _gdpp_fit_values(r, "five.gdpp_fits"),
