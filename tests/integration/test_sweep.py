@@ -145,8 +145,7 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(tmp_path, workers):
     out = tmp_path / "sw"
     # one after another: 3000 steps (about 6 s a trial on 2 cores, 2026-11-29; 10,000 made the test 50 s): the
     # interrupt, sent within 0.2 s of the first checkpoint (step 100), lands in the middle of a trial. On Ray
-    # both trials run at once and finish together: at 3000 steps, beside another test, the interrupt came after
-    # them once (exit 0); 10,000 there
+    # both trials run at once: 10,000 steps, as before
     steps = "3000" if workers == "1" else "10000"
     cmd = _cli("lsa-1", "task.n_context=4,8", f"steps={steps}", "batch_size=64", f"eval.every={int(steps) // 2}",
                "eval.n_tasks=64", "eval.n_tune=64", "checkpoint_every=100", "--seeds", "1", "--out", str(out),
