@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -155,11 +156,14 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(tmp_path, workers):
         trials = out / "trials"
         # the first trial has checkpointed at least once
         _wait_for(lambda: list(trials.glob("*/run/checkpoint.safetensors")), 120, "a checkpoint")
+        # the command's signal state as the interrupt is sent (blocked, ignored, caught: why one went unheard)
+        status = Path(f"/proc/{proc.pid}/status")
+        signals = " ".join(ln for ln in status.read_text().splitlines() if ln.startswith("Sig")) if status.exists() else ""
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)  # the trials checkpoint first: slow beside other tests
     finally:
         proc.kill()
-    assert proc.returncode == 130, err
+    assert proc.returncode == 130, (err, signals)
     assert "resume" in err
     for f in [out / "sweep.json", *trials.glob("*/trial.json")]:
         json.loads(f.read_text())  # nothing half-written
