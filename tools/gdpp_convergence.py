@@ -25,7 +25,7 @@ def main() -> None:
     from icgd.experiments.common import eval_tasks, tune_tasks
     from icgd.experiments.registry import ExperimentContext
     from icgd.learners.explicit import GDPlusPlus
-    from icgd.learners.tuning import _loss, tune_gdpp
+    from icgd.learners.tuning import _gamma_scale, _loss, gdpp_gradient, tune_gdpp
     from icgd.sources.oswald.deep import _deep_models
     from icgd.sources.oswald.shared import gdpp_reference
     from icgd.train.store import default_store
@@ -49,21 +49,15 @@ def main() -> None:
         raise SystemExit("the five-layer GD++ fits are not in the store")
     tune, ev = tune_tasks(ctx, task), eval_tasks(ctx, task)
     tune64 = tune.to(dtype=torch.float64)
-    c = float((tune64.context_x ** 2).sum((1, 2)).mean()) / tune64.dx
-
-    def grad_norm(fit: GDPlusPlus) -> float:
-        """|d loss / d (log eta, gamma c)| on the tuning tasks at `fit` (the coordinates L-BFGS moves in)."""
-        u = torch.zeros(5, dtype=torch.float64, requires_grad=True)
-        v = (torch.tensor(fit.gammas, dtype=torch.float64) * c).requires_grad_(True)
-        etas = torch.tensor(fit.etas, dtype=torch.float64) * torch.exp(u)
-        loss = _loss(GDPlusPlus(etas, v / c, 5, clip=clip), tune64)
-        loss.backward()
-        return float(torch.cat([u.grad, v.grad]).norm())
+    c = _gamma_scale(tune64)
 
     def line(name: str, fit: GDPlusPlus, seconds: float | None = None) -> None:
         with torch.no_grad():
             t = float(_loss(fit, tune64))
-        print(f"{name:<28} tune {t:.5f}  held-out {evaluate(fit, ev).mean:.5f}  |grad| {grad_norm(fit):.2e}  "
+        # |d loss / d (log eta, gamma c)| on the tuning tasks (the coordinates L-BFGS moves in): the relative
+        # gradient the claims read, times the loss
+        grad = gdpp_gradient(tune64, fit) * t
+        print(f"{name:<28} tune {t:.5f}  held-out {evaluate(fit, ev).mean:.5f}  |grad| {grad:.2e}  "
               f"eta {[round(e, 3) for e in fit.etas]}  gamma {[round(g, 4) for g in fit.gammas]}"
               + (f"  ({seconds:.0f} s)" if seconds is not None else ""), flush=True)
 

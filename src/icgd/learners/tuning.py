@@ -135,7 +135,7 @@ def tune_gdpp(ep: Episodes, steps: int, max_iter: int = 300, shared: bool = Fals
     ep64 = ep.to(dtype=torch.float64)
     n_par = 1 if shared else steps
     if init is not None:
-        if init.steps != steps or (shared and (len(set(init.etas)) > 1 or len(set(init.gammas)) > 1)):
+        if init.steps != steps or (shared and not _one_pair(init)):
             raise ValueError(f"init has {init.steps} steps (etas {init.etas}, gammas {init.gammas}); need {steps}"
                              + (" with one shared eta and gamma" if shared else ""))
         start = torch.tensor(init.etas[:n_par], dtype=torch.float64)
@@ -151,12 +151,23 @@ def tune_gdpp(ep: Episodes, steps: int, max_iter: int = 300, shared: bool = Fals
           else torch.tensor(init.gammas[:n_par], dtype=torch.float64) * c)
 
     def learner(p: list[Tensor]) -> GDPlusPlus:
-        return GDPlusPlus((start * torch.exp(p[0])).expand(steps), (p[1] / c).expand(steps), steps, clip=clip)
+        return _from_coordinates(start, p[0], p[1], c, steps, clip)
 
     u, v = _lbfgs(lambda p: _loss(learner(p), ep64), [torch.zeros(n_par, dtype=torch.float64), v0], max_iter)
     best = learner([u, v])
     return GDPlusPlus([float(e) for e in best.etas], [float(g) for g in best.gammas], steps,
                       name="gdpp_shared" if shared else "gdpp", clip=clip)
+
+
+def _from_coordinates(start: Tensor, u: Tensor, v: Tensor, c: float, steps: int, clip: float | None) -> GDPlusPlus:
+    """GD++ at the point (u, v) of `tune_gdpp`'s scale-free coordinates: eta = start * exp(u), gamma = v / c (one
+    entry per step, or one for every step)."""
+    return GDPlusPlus((start * torch.exp(u)).expand(steps), (v / c).expand(steps), steps, clip=clip)
+
+
+def _one_pair(learner: GDPlusPlus) -> bool:
+    """Whether every step of `learner` has the same eta and the same gamma (a shared fit)."""
+    return len(set(learner.etas)) == 1 and len(set(learner.gammas)) == 1
 
 
 def _gamma_scale(ep64: Episodes) -> float:
@@ -172,13 +183,12 @@ def gdpp_gradient(ep: Episodes, learner: GDPlusPlus, shared: bool = False) -> fl
     ep64 = ep.to(dtype=torch.float64)
     c = _gamma_scale(ep64)
     n_par = 1 if shared else learner.steps
-    if shared and (len(set(learner.etas)) > 1 or len(set(learner.gammas)) > 1):
+    if shared and not _one_pair(learner):
         raise ValueError(f"shared: the learner has more than one eta or gamma ({learner.etas}, {learner.gammas})")
     etas = torch.tensor(learner.etas[:n_par], dtype=torch.float64)
     u = torch.zeros(n_par, dtype=torch.float64, requires_grad=True)
     v = (torch.tensor(learner.gammas[:n_par], dtype=torch.float64) * c).requires_grad_(True)
-    loss = _loss(GDPlusPlus((etas * torch.exp(u)).expand(learner.steps), (v / c).expand(learner.steps),
-                            learner.steps, clip=learner.clip), ep64)
+    loss = _loss(_from_coordinates(etas, u, v, c, learner.steps, learner.clip), ep64)
     if not torch.isfinite(loss):
         return math.inf
     loss.backward()
