@@ -140,3 +140,28 @@ def test_the_store_commands(stored, capsys):
     assert main(["store", "missing", "--store", str(store.root)]) == 0
     assert "full-mode models missing from the store" in capsys.readouterr().out
     assert main(["store", "add", "--store", str(store.root)]) == 2  # nothing to add: one line, exit 2
+
+
+def test_store_missing_sums_up_by_experiment(capsys):
+    """`icgd store missing` ends with one line per experiment: how many of its models the store lacks."""
+    import re
+    from pathlib import Path
+
+    from icgd.experiments.catalog import load_sources
+    from icgd.experiments.runner import experiments
+    from icgd.report.commands import _store_missing
+
+    load_sources()
+    exp = experiments()["categorical-depth"]
+    labels = list(exp.models(ExperimentContext(Path("plan"), Path("plan"), "full", exp.seeds("full"), create=False)))
+    held = set(labels[:2])
+
+    class Holding:  # a store that holds two of categorical-depth's models and nothing else
+        def find(self, label, config):
+            return object() if label in held else None
+
+    assert _store_missing(Holding()) == 0
+    out = capsys.readouterr().out
+    summary = out.split("To fill it, by experiment")[1]
+    assert re.search(rf"categorical-depth\s+{len(labels) - 2} of\s+{len(labels)} models missing", summary), summary
+    assert re.search(r"categorical-fewshot\s+(\d+) of\s+\1 models missing", summary)  # none of its held

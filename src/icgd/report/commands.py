@@ -68,12 +68,15 @@ def _store_missing(store: Any) -> int:
     missing: dict[str, tuple[str, list[str]]] = {}
     held: set[str] = set()
     minutes: dict[str, float] = {}
+    declared: dict[str, int] = {}  # experiment -> how many models it trains
     for name, exp in sorted(experiments().items()):
         src = source_of(exp.fn.__module__)
         if exp.models is None or src is None or src.template:
             continue
         ctx = ExperimentContext(Path("plan"), Path("plan"), "full", exp.seeds("full"), create=False)
-        for label, config in exp.models(ctx).items():
+        models = exp.models(ctx)
+        declared[name] = len(models)
+        for label, config in models.items():
             key, _ = store_key(label, config)
             if store.find(label, config) is not None:
                 held.add(key)
@@ -85,6 +88,12 @@ def _store_missing(store: Any) -> int:
     print(f"{len(missing)} full-mode models missing from the store, {len(held)} held (the minutes are each "
           "experiment's estimate on 2 CPU cores, all its models together); experiments that declare no models "
           "(they load a pretrained LM) are not listed")
+    if minutes:  # the same by experiment: what to run to fill the store, and what it costs
+        lacking = {n: sum(n in names for _, names in missing.values()) for n in minutes}
+        print("\nTo fill it, by experiment (`icgd reproduce EXP` in full mode trains its missing models, "
+              "`icgd store add RUN` keeps each; docs/store.md, 'Filling it'):")
+        for n in sorted(minutes, key=lambda n: (minutes[n], n)):
+            print(f"  {n:<28} {lacking[n]:>3} of {declared[n]:>3} models missing   {minutes[n]:>9g} min for all of them")
     return 0
 
 
