@@ -23,7 +23,8 @@ store_finished() {
   for run in "$cache"/*/; do
     run=${run%/}
     [ -f "$run/summary.json" ] && [ ! -e "$run/.from-store" ] || continue
-    grep -q '"status": "completed"' "$run/summary.json" || continue
+    # finished, or diverged with its record (step and seeds: the experiment reads them)
+    grep -q '"status": "completed"' "$run/summary.json" || grep -q '"diverged": {' "$run/summary.json" || continue
     key=$(basename "$run")
     [ -d "zoo/$key" ] && continue
     python3 -m icgd.cli store add "$run"

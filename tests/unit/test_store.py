@@ -165,3 +165,42 @@ def test_store_missing_sums_up_by_experiment(capsys):
     summary = out.split("To fill it, by experiment")[1]
     assert re.search(rf"categorical-depth\s+{len(labels) - 2} of\s+{len(labels)} models missing", summary), summary
     assert re.search(r"categorical-fewshot\s+(\d+) of\s+\1 models missing", summary)  # none of its held
+
+
+def test_a_diverged_run_is_kept_as_its_record_and_read_back_without_training(tmp_path, monkeypatch):
+    """A run that diverged is a result (where, which seeds): the store keeps its record without weights, and
+    an experiment reading it gets the divergence training raised, training nothing; a changed byte is
+    refused as for a model."""
+    from icgd.train.engine import TrainingDiverged, diverged_at
+    from icgd.train.store import would_train
+
+    wild = build_config(RAW | {"name": "wild", "model": {"n_layers": 3}, "optim": {"lr": 100.0}, "dtype": "float32",
+                               "steps": 50, "checkpoint_every": 1})
+    first = _ctx(tmp_path, None, "first")
+    with pytest.raises(TrainingDiverged) as trained:
+        first.train("wild", wild)
+    assert first.results["models"]["wild"]["from"] == "trained"
+    assert first.results["models"]["wild"]["status"] == "diverged"
+    run = first.run_dir("wild", wild)
+    assert trained.value.seeds and diverged_at({"status": "diverged"}) is None  # an old summary: no record
+    store = ModelStore(tmp_path / "zoo")
+    kept = store.add(run, label="wild", commit="abc123")
+    assert kept.entry["status"] == "diverged" and "checkpoint.safetensors" not in kept.entry["files"]
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a recorded divergence trained again")
+
+    monkeypatch.setattr(ExperimentContext, "_train_to", no_training)
+    again = _ctx(tmp_path, store, "second")
+    assert not would_train(again.run_dir("wild", wild), "wild", wild, store)  # held: --store-only runs it
+    with pytest.raises(TrainingDiverged) as read:
+        again.train("wild", wild)
+    assert (read.value.step, read.value.seeds) == (trained.value.step, trained.value.seeds)
+    assert again.results["models"]["wild"] | {"fingerprint": None} == {
+        "name": "wild", "fingerprint": None, "from": "store", "commit": "abc123", "device": "cpu", "status": "diverged"}
+    with pytest.raises(TrainingDiverged):  # again from the cache this time, still without training
+        _ctx(tmp_path, store, "second").train("wild", wild)
+    summary = store.root / kept.key / "summary.json"
+    summary.write_text(summary.read_text().replace('"step": ', '"step":  '))
+    with pytest.raises(StoreError, match="sha256"):
+        _ctx(tmp_path, store, "third").train("wild", wild)

@@ -26,7 +26,7 @@ from typing import Any
 
 from icgd.experiments.registry import ExperimentContext, Mode
 from icgd.train.config import TrainConfig
-from icgd.train.runs import completed, run_lock, train_into
+from icgd.train.runs import completed, finished, run_lock, train_into
 from icgd.train.store import would_train
 
 
@@ -82,8 +82,9 @@ def _train_job(job: Job, device: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         with run_lock(job.run):  # an experiment or another sweep sharing the cache may be training it
-            if completed(job.run):
-                return {"model": job.label, "seconds": round(time.perf_counter() - t0, 1), "status": "completed"}
+            if finished(job.run):  # finished, or a divergence it records (the experiment reads it)
+                return {"model": job.label, "seconds": round(time.perf_counter() - t0, 1),
+                        "status": "completed" if completed(job.run) else "diverged"}
             res = train_into(job.run, job.config, device, quiet=True)
         status = res.summary.get("status", "completed")
         return {"model": job.label, "seconds": round(time.perf_counter() - t0, 1), "status": status}

@@ -19,8 +19,8 @@ from icgd.core.profiling import section
 from icgd.core.registry import Registry
 from icgd.core.seeds import check_seeds, study_seeds
 from icgd.train.config import TrainConfig, config_fingerprint
-from icgd.train.engine import TrainResult, trained_on
-from icgd.train.runs import completed, load_run, run_lock, train_into
+from icgd.train.engine import TrainingDiverged, TrainResult, trained_on
+from icgd.train.runs import completed, finished, load_run, recorded_divergence, run_lock, train_into
 
 
 @dataclass(frozen=True)
@@ -131,15 +131,30 @@ class ExperimentContext:
         run = self._checked_run_dir(label, config)
         with run_lock(run):  # another process training it: wait, then load it
             origin, stored = self._from_store(label, config, run)
+            diverged = recorded_divergence(run)
+            if diverged is not None:  # it diverged before (the store's run, or this cache's): the same result
+                self._note_diverged(label, config, run, origin, stored)
+                raise diverged
             if completed(run):
                 with section("load cached model", config.name):
                     result = load_run(run)
             else:
                 with section("train steps", config.name):
-                    result = self._train_to(run, config)
+                    try:
+                        result = self._train_to(run, config)
+                    except TrainingDiverged:
+                        self._note_diverged(label, config, run, "trained", None)
+                        raise
         self._note_trained_on(label, result.summary)
         self._note_origin(label, config, result.summary, origin, stored)
         return result
+
+    def _note_diverged(self, label: str, config: TrainConfig, run: Path, origin: str, stored: Any) -> None:
+        """results.json's "models" for a run that diverged: where it came from, with its status."""
+        summary = json.loads((run / "summary.json").read_text())
+        self._note_trained_on(label, summary)
+        self._note_origin(label, config, summary, origin, stored)
+        self.results["models"][label].setdefault("status", "diverged")
 
     def _from_store(self, label: str, config: TrainConfig, run: Path) -> tuple[str, Any]:
         """Copy the model from the store into `run` where the store holds it and the cache does not; returns
@@ -264,7 +279,7 @@ class ExperimentContext:
     def _run_dir(self, label: str, config: TrainConfig) -> Path:
         if self.trained_on is not None:
             other = self.cache / f"{label}-{config_fingerprint(config, self.trained_on)}"
-            if completed(other):
+            if finished(other):
                 return other
         return self._own_run_dir(label, config)
 

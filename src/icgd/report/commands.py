@@ -44,7 +44,7 @@ def store(args: argparse.Namespace) -> int:
     for m in models:
         e = m.entry
         print(f"{m.key:<40} {e['device']:<9} {e['steps']:>7} steps  {(e.get('seconds') or 0) / 60:6.1f} min  "
-              f"{e['commit'][:10]}")
+              f"{e['commit'][:10]}" + ("  diverged (its record, no weights)" if e.get("status") == "diverged" else ""))
     for key, e in sorted(store.manifest["references"].items()):
         print(f"{key:<40} reference {e['threads']} thr   {(e.get('seconds') or 0) / 60:6.1f} min  {e['commit'][:10]}")
     for name, why in store.manifest["missing"].items():

@@ -305,12 +305,13 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
     t0, step0 = time.perf_counter(), step
     last_eval: float | None = rows[-1]["eval_loss"] if rows else None
     status = "completed"
+    diverged: dict[str, Any] | None = None  # where and for which seeds, kept in the summary (`diverged_at`)
     try:
         while step < config.steps:
             losses, applied = stepper.step(step)
             if not applied:
                 bad = [config.seeds[i] for i in range(n_seeds) if not math.isfinite(float(losses[i]))]
-                status = "diverged"
+                status, diverged = "diverged", {"step": step + 1, "seeds": bad}
                 raise TrainingDiverged(
                     f"training diverged at step {step + 1}: non-finite loss for seed(s) {bad}; "
                     f"the last good checkpoint (step {saved_step[0]}) is kept in {run.path}", step + 1, bad)
@@ -321,7 +322,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
             saving = step % config.checkpoint_every == 0 or step == config.steps or bool(flag) or (
                 stop_after is not None and step >= stop_after)
             if (evaluating or saving) and stepper.diverged():
-                status = "diverged"
+                status, diverged = "diverged", {"step": step, "seeds": None}
                 raise TrainingDiverged(
                     f"training diverged between steps {saved_step[0]} and {step}: a non-finite loss; "
                     f"the last good checkpoint (step {saved_step[0]}) is kept in {run.path}", step)
@@ -353,7 +354,7 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
                 signal.signal(sig, h)
         elapsed = time.perf_counter() - t0
         summary = _summary(config, rows, reference, step, status, elapsed, step - step0, stepper.backend, device) \
-            | {"step_path": stepper.step_path, "segments": segments}
+            | {"step_path": stepper.step_path, "segments": segments} | ({"diverged": diverged} if diverged else {})
         run.write_summary(summary)
     if flag:
         raise TrainingInterrupted(f"interrupted by signal {flag['sig']} at step {step}; checkpoint saved in "
@@ -370,6 +371,19 @@ def trained_on(summary: dict[str, Any]) -> str:
         if not kinds or kinds[-1] != kind:
             kinds.append(kind)
     return "+".join(kinds)
+
+
+def diverged_at(summary: dict[str, Any]) -> TrainingDiverged | None:
+    """The divergence a run's summary records (step and seeds, as training raised it), or None: a run that
+    diverged is a result (the categorical depth study reads where and for which seeds), kept like a finished
+    one. Summaries written before the record was kept have none: such a run trains again."""
+    rec = summary.get("diverged") if summary.get("status") == "diverged" else None
+    if not isinstance(rec, dict) or not isinstance(rec.get("step"), int):
+        return None
+    seeds = rec.get("seeds")
+    return TrainingDiverged(f"training diverged at step {rec['step']}" + (
+        f": non-finite loss for seed(s) {seeds}" if seeds else "") + " (recorded in the run's summary)",
+        rec["step"], seeds)
 
 
 def _in_main_thread() -> bool:

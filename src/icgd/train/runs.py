@@ -10,7 +10,7 @@ from pathlib import Path
 
 from icgd.train.checkpoint import checkpoint_params, load_checkpoint
 from icgd.train.config import TrainConfig, build_config
-from icgd.train.engine import TrainResult, train
+from icgd.train.engine import TrainingDiverged, TrainResult, diverged_at, train
 from icgd.train.rundir import RunDir
 
 
@@ -41,6 +41,17 @@ def completed(run: Path) -> bool:
     """Whether the training run directory `run` holds a finished run."""
     summary = run / "summary.json"
     return summary.is_file() and json.loads(summary.read_text()).get("status") == "completed"
+
+
+def recorded_divergence(run: Path) -> TrainingDiverged | None:
+    """The divergence that the run directory `run` records (`icgd.train.engine.diverged_at`), or None."""
+    summary = run / "summary.json"
+    return diverged_at(json.loads(summary.read_text())) if summary.is_file() else None
+
+
+def finished(run: Path) -> bool:
+    """Whether `run` holds a result: a finished run, or one that diverged and records where."""
+    return completed(run) or recorded_divergence(run) is not None
 
 
 def load_run(run: str | Path) -> TrainResult:

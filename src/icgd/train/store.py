@@ -7,7 +7,10 @@ summary, the reference learner, the weights kept over training, the measurements
 its environment. `manifest.json` lists each one under `<label>-<fingerprint>`, the fingerprint being the
 run's config's (`config_fingerprint` on the CPU: the same key for a model trained on a GPU), with the
 commit of the code that trained it, the devices that trained it (`cpu`, `cuda`, `cuda+cpu`), its steps,
-its wall time, the torch version, and the sha256 and size of every file. Models too large to keep
+its wall time, the torch version, and the sha256 and size of every file. A run that diverged is a result
+too (the categorical depth study reads where and for which seeds): it is kept as its record (config,
+summary with the step and seeds, metrics), without weights, its entry marked `"status": "diverged"`, and an
+experiment that reads it gets the same TrainingDiverged that training raised. Models too large to keep
 (language-model scale) are listed under "missing" with their size, their cost and the command that trains
 them.
 
@@ -187,8 +190,12 @@ class ModelStore:
         run = Path(run)
         summary_path = run / "summary.json"
         summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
-        if summary.get("status") != "completed":
-            raise StoreError(f"{run}: not a finished training run (no completed summary.json)")
+        from icgd.train.engine import diverged_at
+
+        diverged = diverged_at(summary)
+        if summary.get("status") != "completed" and diverged is None:
+            raise StoreError(f"{run}: not a finished training run (no completed summary.json, nor a divergence "
+                             "it records)")
         import yaml
 
         config = build_config(yaml.safe_load((run / "config.yaml").read_text()))
@@ -203,10 +210,11 @@ class ModelStore:
             for name in KEPT:
                 if (run / name).is_file():
                     shutil.copy2(run / name, tmp / name)
-            tensors, meta = load_checkpoint(run / CHECKPOINT)
-            save_checkpoint(tmp / CHECKPOINT, {k: v for k, v in tensors.items() if k.startswith("param.")},
-                            {k: meta[k] for k in ("step", "seeds", "config_name", "icgd", "segments") if k in meta})
-            (tmp / "checkpoint.json").unlink()  # the resume state's readable copy: a stored model is not resumed
+            if diverged is None:  # a diverged run is kept as its record: no weights are read from it
+                tensors, meta = load_checkpoint(run / CHECKPOINT)
+                save_checkpoint(tmp / CHECKPOINT, {k: v for k, v in tensors.items() if k.startswith("param.")},
+                                {k: meta[k] for k in ("step", "seeds", "config_name", "icgd", "segments") if k in meta})
+                (tmp / "checkpoint.json").unlink()  # the resume state's readable copy: a stored model is not resumed
         except BaseException:  # nothing half-made is left in the store
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -218,7 +226,7 @@ class ModelStore:
         entry = {"name": label, "fingerprint": fp, "commit": commit, "device": trained_on(summary),
                  "steps": summary.get("steps"), "seeds": [s["seed"] for s in summary.get("seeds", [])],
                  "seconds": summary.get("wall_seconds"), "torch": env.get("torch"),
-                 "files": files}
+                 "files": files} | ({"status": "diverged"} if diverged is not None else {})
         if folder.exists():
             shutil.rmtree(folder)
         tmp.rename(folder)
@@ -240,9 +248,9 @@ def usable(run: Path, store: ModelStore | None) -> bool:
     """Whether the cache's run directory `run` holds a finished model to use: one trained into the cache, or a
     copy of a stored one while a store is read. A store copy when no store is read (`--retrain`) is removed,
     so that the model trains again, as `--retrain` promises."""
-    from icgd.train.runs import completed
+    from icgd.train.runs import finished
 
-    if not completed(run):
+    if not finished(run):
         return False
     if store is None and (run / COPY_MARK).is_file():
         shutil.rmtree(run)
