@@ -245,8 +245,8 @@ class ModelStore:
 
 
 def usable(run: Path, store: ModelStore | None) -> bool:
-    """Whether the cache's run directory `run` holds a finished model to use: one trained into the cache, or a
-    copy of a stored one while a store is read. A store copy when no store is read (`--retrain`) is removed,
+    """Whether the cache's run directory `run` holds a finished model to use (or a divergence it records): one
+    trained into the cache, or a copy of a stored one while a store is read. A store copy when no store is read (`--retrain`) is removed,
     so that the model trains again, as `--retrain` promises."""
     from icgd.train.runs import finished
 
