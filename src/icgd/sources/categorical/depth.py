@@ -127,6 +127,10 @@ def depth_figure(ctx: ExperimentContext, rows: list[dict[str, Any]], depths: lis
             ax.scatter([r["layers"] + shift for r in bad], [min(r["mse"], top) if r["mse"] == r["mse"] else top
                                                             for r in bad], color=f"C{i}", marker="x", s=30,
                        label=f"{kernel}: diverged or above the prior")
+            for layers in sorted({r["layers"] for r in bad}):  # diverged seeds share the top: say how many
+                n = sum(r["layers"] == layers for r in bad)
+                ax.annotate(f"{n} of {sum(r['layers'] == layers for r in pts)}", (layers + shift, top),
+                            xytext=(6, -3), textcoords="offset points", fontsize=7, color=f"C{i}")
     ax.axhline(prior, color="grey", ls=":", label="prior 1/C")
     ax.set_xticks(depths)
     ax.set_yscale("log")
