@@ -190,7 +190,7 @@ class ModelStore:
         run = Path(run)
         summary_path = run / "summary.json"
         summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
-        from icgd.train.engine import diverged_at
+        from icgd.train.engine import diverged_at, trained_on
 
         diverged = diverged_at(summary)
         if summary.get("status") != "completed" and diverged is None:
@@ -218,8 +218,6 @@ class ModelStore:
         except BaseException:  # nothing half-made is left in the store
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        from icgd.train.engine import trained_on
-
         files = {p.name: {"sha256": sha256(p), "bytes": p.stat().st_size} for p in sorted(tmp.iterdir())}
         # the code that trained it: the commit the run recorded when it started (env.json), else this checkout's
         commit = commit or env.get("commit") or code_commit()
