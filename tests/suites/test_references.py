@@ -64,6 +64,16 @@ def test_enough_claims_of_sources_000_and_001_have_a_number():
     assert all(counts.values()), counts  # every suite has at least one
 
 
+def test_sources_002_and_003_carry_the_authors_numbers():
+    """Issue 61: at least 5 numeric references for source 002 and 3 for source 003, each naming where it is read
+    (file and line, cell or table)."""
+    counts = {"categorical": 5, "dai": 3}
+    for name, least in counts.items():
+        numeric = [c for c in _numeric(name) if c.kind == "claim"]
+        assert len(numeric) >= least, (name, [c.id for c in numeric])
+        assert all(c.reference.source.strip() for c in numeric), name
+
+
 def test_a_reference_the_bar_fails_is_reported_as_failing():
     c = Claim("x", "a claim", "Fig. 0", "exp", lambda r: r["exp"]["v"], "<", 1.0, "why",
               reference=Reference(1.5, "read somewhere"))
