@@ -1,12 +1,13 @@
 """Train the declared full-mode models of experiments within a time budget, on a GPU machine or any other:
 
     python benchmarks/train_declared.py oswald-depth --device cuda --cache DIR --budget 450 --workers 3 \\
-        [--match REGEX] [--exclude REGEX] [--threads 1] [--json FILE]
+        [--match REGEX] [--exclude REGEX] [--threads 1] [--json FILE] [--retrain]
 
-The models not yet finished in DIR (`icgd.experiments.parallel.planned`: costliest first) train `--workers` at a
-time, each in its own process with `--threads` torch threads. At `--budget` seconds every worker still training
-is sent SIGTERM: the engine saves a checkpoint first, so the run resumes where it stopped (on the same device
-type: a run is cached under its device's fingerprint). Then, on the machine that has the cache:
+The models not yet finished in DIR and not held by the model store (`icgd.experiments.parallel.planned`:
+costliest first; `--retrain` ignores the store, as in full mode) train `--workers` at a time, each in its own
+process with `--threads` torch threads. At `--budget` seconds every worker still training is sent SIGTERM:
+the engine saves a checkpoint first, so the run resumes where it stopped (on the same device type: a run is
+cached under its device's fingerprint). Then, on the machine that has the cache:
 
     icgd reproduce oswald-depth --cache DIR --trained-on cuda
 
@@ -62,11 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--match", default="", help="train only the models whose label matches this regex")
     p.add_argument("--exclude", default=None, help="leave out the models whose label matches this regex")
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--retrain", action="store_true", help="train the models the model store holds too")
     args = p.parse_args(argv)
     from icgd.experiments.parallel import planned
+    from icgd.train.store import default_store
 
     t0 = time.monotonic()
-    jobs = [j for j in planned(args.experiments, args.cache.parent / "plan", args.cache, "full", None, args.device)
+    jobs = [j for j in planned(args.experiments, args.cache.parent / "plan", args.cache, "full", None, args.device,
+                                store=None if args.retrain else default_store())
             if re.search(args.match, j.label) and not (args.exclude and re.search(args.exclude, j.label))]
     print(f"{len(jobs)} models to train on {args.device}, {args.workers} at a time, budget {args.budget:.0f} s: "
           + ", ".join(j.label for j in jobs), flush=True)

@@ -164,3 +164,28 @@ def test_train_declared_stops_on_budget_and_keeps_the_checkpoint(tmp_path):
     assert long["status"] == "interrupted" and 0 < long["steps"] < 10**7
     assert (tmp_path / "_train" / long["run"] / "checkpoint.safetensors").is_file()  # saved at the stop
     assert json.loads((tmp_path / "_train" / long["run"] / "summary.json").read_text())["steps"] == long["steps"]
+
+
+def test_train_declared_leaves_out_what_the_store_holds(tmp_path, monkeypatch):
+    """A model the model store holds is not trained again on a GPU machine (as full mode takes it from the
+    store); `--retrain` trains it all the same."""
+    import sys
+    from pathlib import Path
+
+    from icgd.train.store import ModelStore
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import train_declared
+
+    first = tmp_path / "first"
+    argv = ["test-long", "--device", "cpu", "--budget", "60", "--match", "^short$"]
+    assert train_declared.main(argv + ["--cache", str(first)]) == 0
+    (run,) = first.glob("short-*")
+    store = ModelStore(tmp_path / "zoo")
+    store.add(run, commit="test")
+    monkeypatch.setenv("ICGD_STORE", str(tmp_path / "zoo"))
+    for extra, trained in (([], 0), (["--retrain"], 1)):
+        out = tmp_path / f"records{len(extra)}.json"
+        assert train_declared.main(argv + extra + ["--cache", str(tmp_path / f"again{len(extra)}"), "--json", str(out)]) == 0
+        recs = json.loads(out.read_text())["models"]
+        assert [r["status"] for r in recs] == ["completed"] * trained, extra
