@@ -1,8 +1,8 @@
 #!/bin/bash
 # Train an experiment's declared full-mode models on a GPU machine within a time budget (docs/reproduce.md,
-#   GPU: the models matching GPU_MATCH (default: all) that the model store (zoo/) does not hold, costliest first, GPU_WORKERS at a time (default 2; 9 with
-#   GPU: the models matching GPU_MATCH (default: all), costliest first, GPU_WORKERS at a time (default 2; 9 with
-#        MPS, which lets the workers' small kernels run side by side instead of time-sliced);
+# "Full mode on a GPU machine"), and bring back the model cache for `icgd reproduce EXP --trained-on cuda` elsewhere.
+#   GPU: the models matching GPU_MATCH (default: all) that the model store (zoo/) does not hold, costliest first,
+#        GPU_WORKERS at a time (default 2; 9 with MPS, which lets the workers' small kernels run side by side instead of time-sliced);
 #   CPU: the models matching CPU_MATCH (default: none) on the same machine's cores, CPU_WORKERS x CPU_THREADS (default 1 with MPS, else 2),
 #        cached under the CPU fingerprint, so they resume or are used on any CPU machine.
 # At BUDGET_S seconds from the start (default 450) every worker checkpoints and stops. Writes to $OUT: log.txt, gpu.json and
