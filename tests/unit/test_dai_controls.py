@@ -286,6 +286,12 @@ def test_controls_option_leaves_controls_out_and_shares_the_stage_cache():
     assert stage_key("m", task, every) != stage_key("m", task, every.model_copy(update={"n_test": 7}))
     with pytest.raises(ValueError, match="bogus"):
         cfg(("bogus",))
+    # Deutch et al.'s build of the untrained control: the same init seeds, keeping the trained model's I/O layers
+    assert every.untrained_keep == "none"
+    io = cfg(("untrained-io", "lcgd"))
+    assert io.untrained_keep == "io" and io.untrained_seeds == every.untrained_seeds and io.lcgd and io.orders == 0
+    with pytest.raises(ValueError, match="two builds of one control"):
+        cfg(("untrained", "untrained-io"))
 
 
 @pytest.mark.parametrize("measure", ["simaou", "simam", "kendall", "rec2ftp"])
@@ -335,14 +341,14 @@ def test_a_finetuning_that_diverges_at_the_trained_rate_is_retried_at_smaller_ra
 
 
 @pytest.mark.parametrize("value,expected", [("none", ()), ("lcgd, untrained", ("lcgd", "untrained")),
-                                            ("orders,orders", ("orders",))])
+                                            ("orders,orders", ("orders",)), ("untrained-io", ("untrained-io",))])
 def test_controls_argument_reads_a_subset_or_none(value, expected):
     from icgd.cli import _controls_arg
 
     assert _controls_arg(value) == expected
 
 
-@pytest.mark.parametrize("value", [",", "LCGD", "none,lcgd", "bogus"])
+@pytest.mark.parametrize("value", [",", "LCGD", "none,lcgd", "bogus", "untrained,untrained-io"])
 def test_controls_argument_refuses_what_is_not_a_subset(value):
     import argparse
 
@@ -359,3 +365,12 @@ def test_controls_argument_says_none_stands_alone():
 
     with pytest.raises(argparse.ArgumentTypeError, match="stands alone"):
         _controls_arg("none,lcgd")
+
+
+def test_controls_argument_says_the_untrained_builds_exclude_each_other():
+    import argparse
+
+    from icgd.cli import _controls_arg
+
+    with pytest.raises(argparse.ArgumentTypeError, match="two builds of one control"):
+        _controls_arg("untrained-io,lcgd,untrained")

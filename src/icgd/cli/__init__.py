@@ -305,7 +305,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 #: source 003's critics' controls (icgd.sources.dai.icl_vs_ft.CONTROLS, which checks this list in its tests)
-DAI_CONTROLS = ("untrained", "lcgd", "orders")
+DAI_CONTROLS = ("untrained", "untrained-io", "lcgd", "orders")
 
 
 def _controls_arg(text: str) -> tuple[str, ...]:
@@ -319,6 +319,8 @@ def _controls_arg(text: str) -> tuple[str, ...]:
     if bad or not names:
         raise argparse.ArgumentTypeError(f"{', '.join(bad) or repr(text)}: not a control; choose from "
                                          f"{', '.join(DAI_CONTROLS)}, or none")
+    if "untrained" in names and "untrained-io" in names:
+        raise argparse.ArgumentTypeError("untrained and untrained-io are two builds of one control; choose one")
     return names
 
 
@@ -347,7 +349,8 @@ def _add_study_options(p: argparse.ArgumentParser, out_help: str, cache_default:
     p.add_argument("--data", help="source 003's data sets, comma-separated: bbc-news, tweets, mr, subj, trec or CSV "
                                   "files with columns text, label (default bbc-news; full mode adds tweets)")
     p.add_argument("--controls", type=_controls_arg, help="source 003's critics' controls to run, comma-separated: "
-                                   "untrained, lcgd, orders, or none (default: all three)")
+                                   "untrained, untrained-io (Deutch et al.'s: the trained embeddings, norms and unembedding kept), lcgd, "
+                                   "orders, or none (default: untrained, lcgd, orders)")
     p.add_argument("--cache", type=out_dir, help=f"where trained models are cached (default {cache_default}); studies that "
                                    "train the same configs can share one")
     p.add_argument("--retrain", action="store_true", help="train every model, ignoring the model store (zoo/, "

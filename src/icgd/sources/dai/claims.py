@@ -158,7 +158,9 @@ def _controls() -> list[Claim]:
     untrained = [
         _claim(id=f"{m}-trained-above-untrained", source="Deutch et al. 2024", experiment=EXP,
                claim=f"{what}: the trained model's minus the same measure on the untrained model (same "
-                     "architecture and tokenizer, initial weights, the same prompts; FT at the trained model's rate, "
+                     "architecture and tokenizer, initial weights (with `--controls untrained-io` the trained "
+                     "embeddings, norms and unembedding kept, as Deutch et al. build it), the same prompts; FT at "
+                     "the trained model's rate, "
                      "or the largest smaller one that lowers the untrained model's loss), mean over init seeds",
                measure=_control(f"{m}_margin", untrained=True), op=">", threshold=0.0,
                why="source 003 reads the measure as evidence that the trained model's ICL acts like finetuning; "

@@ -50,21 +50,31 @@ def datasets(ctx: ExperimentContext) -> tuple[str, ...]:
     return ("bbc-news", "tweets") if ctx.mode == "full" else ("bbc-news",)
 
 
-#: the critics' controls a run can leave out (`--controls`): all of them by default
-CONTROLS = ("untrained", "lcgd", "orders")
+#: the critics' controls a run can choose (`--controls`); "untrained-io" is the untrained control as Deutch et
+#: al. build it, the trained model's embeddings, norms and unembedding kept (`DaiConfig.untrained_keep`)
+CONTROLS = ("untrained", "untrained-io", "lcgd", "orders")
+#: the controls a run makes when none are chosen
+DEFAULT_CONTROLS = ("untrained", "lcgd", "orders")
+#: each build of the untrained control, by the `untrained_keep` it sets; a run makes one of them
+UNTRAINED_BUILDS = {"untrained": "none", "untrained-io": "io"}
 
 
 def dai_config(ctx: ExperimentContext):
-    """The study's settings for the mode; options["controls"] (a subset of CONTROLS) leaves the others out."""
+    """The study's settings for the mode; options["controls"] (a subset of CONTROLS) chooses the controls,
+    DEFAULT_CONTROLS without it."""
     from icgd.sources.dai.study import DaiConfig
 
     chosen = ctx.options.get("controls")
-    on = set(CONTROLS if chosen is None else chosen)
+    on = set(DEFAULT_CONTROLS if chosen is None else chosen)
     if on - set(CONTROLS):
         raise ValueError(f"controls: {', '.join(sorted(on - set(CONTROLS)))} unknown; choose from {', '.join(CONTROLS)}")
+    builds = [name for name in UNTRAINED_BUILDS if name in on]
+    if len(builds) > 1:
+        raise ValueError(f"controls: {' and '.join(builds)} are two builds of one control; choose one")
     return DaiConfig(n_demos=size(ctx, N_DEMOS), demo_seeds=tuple(ctx.seeds), n_validation=size(ctx, N_VALIDATION),
                      n_test=size(ctx, N_TEST), lrs=LRS[ctx.mode], kendall_queries=size(ctx, KENDALL_QUERIES),
-                     untrained_seeds=UNTRAINED_SEEDS[ctx.mode] if "untrained" in on else (), lcgd="lcgd" in on,
+                     untrained_seeds=UNTRAINED_SEEDS[ctx.mode] if builds else (),
+                     untrained_keep=UNTRAINED_BUILDS[builds[0]] if builds else "none", lcgd="lcgd" in on,
                      orders=size(ctx, ORDERS) if "orders" in on else 0, order_queries=size(ctx, ORDER_QUERIES))
 
 
