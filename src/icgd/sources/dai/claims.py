@@ -46,7 +46,8 @@ def _control(key: str, untrained: bool = False):
     the margins read NaN, a FAIL that measured nothing; the smaller rates were added after that)."""
     def measure(r) -> float:
         if MEAN.format(key=key) not in r[EXP] and r[EXP][X.PREMISE_KEPT]:
-            raise PremiseNotMet(f"the control behind {key} was not run (DaiConfig: untrained_seeds, orders)")
+            raise PremiseNotMet(f"the control behind {key} was not run (`--controls`; DaiConfig: untrained_seeds, "
+                                "lcgd, orders)")
         for d in r[EXP][X.PREMISE_KEPT] if untrained else ():
             losses = r[EXP].get(X.DATASET.format(dataset=d, key="untrained_ft_loss")) or {}
             bad = {u: ba for u, ba in losses.items() if not X.lowered(*ba)}
