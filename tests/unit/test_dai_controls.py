@@ -264,13 +264,13 @@ def test_controls_option_leaves_controls_out_and_shares_the_stage_cache():
     with all of them wrote (one directory); the CLI's list is the experiment's, and an unknown name is refused."""
     from pathlib import Path
 
-    from icgd.cli import DAI_CONTROLS
+    from icgd.cli import DAI_CONTROLS, DAI_UNTRAINED_BUILDS
     from icgd.experiments.registry import ExperimentContext
-    from icgd.sources.dai.icl_vs_ft import CONTROLS, dai_config
+    from icgd.sources.dai.icl_vs_ft import CONTROLS, UNTRAINED_BUILDS, dai_config
     from icgd.data.text import load_task
     from icgd.sources.dai.study import stage_key
 
-    assert DAI_CONTROLS == CONTROLS
+    assert DAI_CONTROLS == CONTROLS and DAI_UNTRAINED_BUILDS == tuple(UNTRAINED_BUILDS)
 
     def cfg(controls):
         opts = {} if controls is None else {"controls": controls}
@@ -374,3 +374,19 @@ def test_controls_argument_says_the_untrained_builds_exclude_each_other():
 
     with pytest.raises(argparse.ArgumentTypeError, match="two builds of one control"):
         _controls_arg("untrained-io,lcgd,untrained")
+
+
+def test_a_bad_choice_of_controls_fails_before_the_model_loads():
+    """Through the API too (a notebook's options), the controls are checked before minutes of model loading: the
+    model named here does not exist, and the error is the controls'."""
+    from pathlib import Path
+
+    from icgd.experiments.catalog import load_sources
+    from icgd.experiments.registry import ExperimentContext
+    from icgd.experiments.runner import get_experiment
+
+    load_sources()
+    ctx = ExperimentContext(Path("unused"), Path("unused"), "quick", [0], "cpu", True,
+                            {"controls": ("untrained", "untrained-io"), "model": "/nonexistent.gguf"}, create=False)
+    with pytest.raises(ValueError, match="two builds of one control"):
+        get_experiment("dai-icl-vs-ft").fn(ctx)

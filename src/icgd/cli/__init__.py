@@ -306,6 +306,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 #: source 003's critics' controls (icgd.sources.dai.icl_vs_ft.CONTROLS, which checks this list in its tests)
 DAI_CONTROLS = ("untrained", "untrained-io", "lcgd", "orders")
+#: the builds of its untrained control, of which a run makes one (icgd.sources.dai.icl_vs_ft.UNTRAINED_BUILDS)
+DAI_UNTRAINED_BUILDS = ("untrained", "untrained-io")
 
 
 def _controls_arg(text: str) -> tuple[str, ...]:
@@ -319,8 +321,9 @@ def _controls_arg(text: str) -> tuple[str, ...]:
     if bad or not names:
         raise argparse.ArgumentTypeError(f"{', '.join(bad) or repr(text)}: not a control; choose from "
                                          f"{', '.join(DAI_CONTROLS)}, or none")
-    if "untrained" in names and "untrained-io" in names:
-        raise argparse.ArgumentTypeError("untrained and untrained-io are two builds of one control; choose one")
+    builds = [n for n in DAI_UNTRAINED_BUILDS if n in names]
+    if len(builds) > 1:
+        raise argparse.ArgumentTypeError(f"{' and '.join(builds)} are two builds of one control; choose one")
     return names
 
 

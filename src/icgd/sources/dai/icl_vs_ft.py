@@ -88,12 +88,12 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
     from icgd.sources.dai.study import compare
 
     tasks = [load_task(name) for name in datasets(ctx)]  # a bad data set fails before the model loads
+    cfg = dai_config(ctx)  # so does a bad choice of controls
     model = ctx.options.get("model") or DEFAULT_MODEL
     if isinstance(model, LM):  # a model already loaded (a notebook, the tests): used as it is
         lm, model = model, model.name
     else:
         lm = load_lm(model, device=ctx.device)
-    cfg = dai_config(ctx)
     ctx.result("model", model)
     ctx.result("config", cfg.model_dump(mode="json"))
     ctx.result(DATASETS, [t.name for t in tasks])
