@@ -4,7 +4,7 @@
 #   GPU: the models matching GPU_MATCH (default: all) that the model store (zoo/) does not hold, costliest first,
 #        GPU_WORKERS at a time (default 2; 9 with MPS, which lets the workers' small kernels run side by side instead of time-sliced);
 #   CPU: the models matching CPU_MATCH (default: none) on the same machine's cores, CPU_WORKERS x CPU_THREADS (default 1 with MPS, else 2),
-#        cached under the CPU fingerprint, so they resume or are used on any CPU machine.
+#        cached under the CPU fingerprint, so they resume or are used on any CPU machine; run at nice CPU_NICE (default 10).
 # At BUDGET_S seconds from the start (default 450) every worker checkpoints and stops. Writes to $OUT: log.txt, gpu.json and
 # cpu.json (one record per model: status, steps, seed-steps/s, path), cache.tar.gz (the cache, weights included;
 # in 15 MiB parts cache.tar.gz.part-aa, -ab, ... when larger).
@@ -40,7 +40,8 @@ python benchmarks/train_declared.py "$@" --device "$device" --cache "$cache" --b
   --workers "$workers" --match "${GPU_MATCH:-}" --json "$out/gpu.json" &
 gpu=$!
 if [ -n "${CPU_MATCH:-}" ]; then
-  python benchmarks/train_declared.py "$@" --device cpu --cache "$cache" --budget "$left" \
+  # niced: the GPU workers' kernel launches are CPU-bound and come first
+  nice -n "${CPU_NICE:-10}" python benchmarks/train_declared.py "$@" --device cpu --cache "$cache" --budget "$left" \
     --workers "${CPU_WORKERS:-6}" --threads "$threads" --match "$CPU_MATCH" --json "$out/cpu.json" &
   cpu=$!
   wait $cpu
