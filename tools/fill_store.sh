@@ -4,6 +4,11 @@
 # training (docs/store.md, "Filling it").
 #
 #   bash tools/fill_store.sh EXP [EXP ...]       e.g. bash tools/fill_store.sh oswald-softmax oswald-depth
+#   WORKERS=2 [MATCH=REGEX] [BUDGET_S=S] bash tools/fill_store.sh EXP [EXP ...]
+#       trains only the models (of all the experiments at once, those matching MATCH) in WORKERS processes of
+#       THREADS (default 1) torch threads each, by benchmarks/train_declared.py, stopping them with a checkpoint
+#       at BUDGET_S seconds; does not run the experiments. Whether two 1-thread workers beat one 2-thread
+#       training depends on the models (docs/concepts/experiments.md: the momentum suite's 1.26x, a 5-layer LSA's 0.78x).
 #
 # Runs into runs/fill/ (the model cache runs/fill/_train is shared by the experiments and resumed by a
 # second call); commits only zoo/. Run it from a clean checkout: each model records the commit that trained it.
@@ -19,7 +24,7 @@ cache=runs/fill/_train
 mkdir -p "$cache"
 
 store_finished() {
-  local exp=$1 run key
+  local exp=$1 run key  # exp: how the commit message says the model was trained
   for run in "$cache"/*/; do
     run=${run%/}
     [ -f "$run/summary.json" ] && [ ! -e "$run/.from-store" ] || continue
@@ -30,7 +35,7 @@ store_finished() {
     python3 -m icgd.cli store add "$run"
     git add zoo
     git diff --cached --quiet -- zoo && { echo "fill_store.sh: $key was not added to $PWD/zoo" >&2; exit 1; }
-    git commit -q -m "zoo: $key, trained in full mode by icgd reproduce $exp" -- zoo
+    git commit -q -m "zoo: $key, trained in full mode by ${how:-icgd reproduce $exp}" -- zoo
   done
   for ref in "$cache"/_references/*.json; do  # fitted references (docs/store.md, "Fitted references")
     [ -f "$ref" ] || continue
@@ -41,6 +46,17 @@ store_finished() {
     git commit -q -m "zoo: fitted reference $key, from icgd reproduce $exp in full mode" -- zoo
   done
 }
+
+if [ -n "${WORKERS:-}" ]; then
+  how="benchmarks/train_declared.py $* --workers $WORKERS --threads ${THREADS:-1}"
+  python3 benchmarks/train_declared.py "$@" --device cpu --cache "$cache" --budget "${BUDGET_S:-1e9}" \
+    --workers "$WORKERS" --threads "${THREADS:-1}" --match "${MATCH:-}" > runs/fill/declared.log 2>&1 &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do sleep 60; store_finished "$how"; done
+  wait "$pid" || { echo "training failed: runs/fill/declared.log" >&2; store_finished "$how"; exit 1; }
+  store_finished "$how"
+  exit 0
+fi
 
 for exp in "$@"; do
   python3 -m icgd.cli reproduce "$exp" --out "runs/fill/$exp" --cache "$cache" --quiet > "runs/fill/$exp.log" 2>&1 &
