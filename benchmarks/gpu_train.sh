@@ -6,15 +6,17 @@
 #   CPU: the models matching CPU_MATCH (default: none) on the same machine's cores, CPU_WORKERS x CPU_THREADS (default 1 with MPS, else 2),
 #        cached under the CPU fingerprint, so they resume or are used on any CPU machine; run at nice CPU_NICE (default 10).
 # At BUDGET_S seconds from the start (default 450) every worker checkpoints and stops. Writes to $OUT: log.txt, gpu.json and
-# cpu.json (one record per model: status, steps, seed-steps/s, path), cache.tar.gz (the cache, weights included;
-# in 15 MiB parts cache.tar.gz.part-aa, -ab, ... when larger).
+# cpu.json (one record per model: status, steps, seed-steps/s, path), finished.tar.gz (the models that finished) and
+# cache.tar.gz (the rest of the cache: checkpoints to resume from), weights included, each in 15 MiB parts
+# (NAME.part-aa, -ab, ...) when larger. The finished models come first: a call brings back at most 8 files of
+# 16 MiB, 64 MiB together, and a warning says when the parts are more than that.
 # Usage: bash benchmarks/gpu_train.sh oswald-depth   (icgd importable: pip install -e . or PYTHONPATH=src)
 # Dry run without a GPU: DEVICE=cpu BUDGET_S=20 bash benchmarks/gpu_train.sh oswald-depth
 set -u
 out="${OUT:-gpu-train}"; budget="${BUDGET_S:-450}"; device="${DEVICE:-cuda}"
 work=/tmp/gpu-train; cache="$work/_train"
 mkdir -p "$out" "$cache"
-[ -n "${CACHE_TAR:-}" ] && tar xzf "$CACHE_TAR" -C "$work"  # resume an earlier call's cache
+for t in ${CACHE_TAR:-}; do tar xzf "$t" -C "$work"; done  # resume an earlier call's cache (one or more tarballs)
 exec > >(tee -a "$out/log.txt") 2>&1
 python -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA')"
 workers="${GPU_WORKERS:-2}"  # time-sliced: two keep the GPU busy while one is on the host
@@ -49,10 +51,20 @@ fi
 wait $gpu
 pkill -P $monitor 2>/dev/null; kill $monitor 2>/dev/null  # its sleep too: it holds the output open
 [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo quit | nvidia-cuda-mps-control
-tar czf "$out/cache.tar.gz" -C "$work" --exclude=.locks _train
-# a call brings back files of at most 16 MiB: a larger cache comes back in parts (cat cache.tar.gz.part-* > cache.tar.gz)
-if [ "$(stat -c %s "$out/cache.tar.gz")" -gt $((15 * 1024 * 1024)) ]; then
-  split -b 15M "$out/cache.tar.gz" "$out/cache.tar.gz.part-" && rm "$out/cache.tar.gz"
-fi
+finished=() rest=()
+for r in "$work"/_train/*/; do
+  r=_train/$(basename "$r")
+  if grep -qs '"status": "completed"' "$work/$r/summary.json"; then finished+=("$r"); else rest+=("$r"); fi
+done
+[ "${#finished[@]}" -gt 0 ] && tar czf "$out/finished.tar.gz" -C "$work" --exclude=.locks "${finished[@]}"
+[ "${#rest[@]}" -gt 0 ] && tar czf "$out/cache.tar.gz" -C "$work" --exclude=.locks "${rest[@]}"
+# a call brings back files of at most 16 MiB: a larger tarball comes back in parts (cat NAME.part-* > NAME)
+for f in "$out/finished.tar.gz" "$out/cache.tar.gz"; do
+  if [ -f "$f" ] && [ "$(stat -c %s "$f")" -gt $((15 * 1024 * 1024)) ]; then split -b 15M "$f" "$f.part-" && rm "$f"; fi
+done
 ls -la "$out"
+n=$(find "$out" -maxdepth 1 -type f | wc -l); bytes=$(du -cb "$out"/* | tail -1 | cut -f1)
+if [ "$n" -gt 8 ] || [ "$bytes" -gt $((64 * 1024 * 1024)) ]; then
+  echo "warning: $n files, $((bytes / 1048576)) MiB in $out: more than a call brings back (8 files, 64 MiB); pack less (the partial runs in cache.tar.gz) by hand from $work"
+fi
 echo "done at ${SECONDS}s"
