@@ -51,7 +51,7 @@ fi
 wait $gpu
 pkill -P $monitor 2>/dev/null; kill $monitor 2>/dev/null  # its sleep too: it holds the output open
 [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo quit | nvidia-cuda-mps-control
-finished=() rest=()
+finished=() rest=(); shopt -s nullglob
 for r in "$work"/_train/*/; do
   r=_train/$(basename "$r")
   if grep -qs '"status": "completed"' "$work/$r/summary.json"; then finished+=("$r"); else rest+=("$r"); fi
