@@ -6,8 +6,9 @@
 #   CPU: the models matching CPU_MATCH (default: none) on the same machine's cores, CPU_WORKERS x CPU_THREADS (default 1 with MPS, else 2),
 #        cached under the CPU fingerprint, so they resume or are used on any CPU machine; run at nice CPU_NICE (default 10).
 # At BUDGET_S seconds from the start (default 450) every worker checkpoints and stops. Writes to $OUT: log.txt, gpu.json and
-# cpu.json (one record per model: status, steps, seed-steps/s, path), finished.tar.gz (the models that finished) and
-# cache.tar.gz (the rest of the cache: checkpoints to resume from), weights included, each in 15 MiB parts
+# cpu.json (one record per model: status, steps, seed-steps/s, path), finished.tar.gz (the models that finished, or
+# diverged with their record) and cache.tar.gz (the rest of the cache: checkpoints to resume from), weights
+# included, each in 15 MiB parts
 # (NAME.part-aa, -ab, ...) when larger. The finished models come first: a call brings back at most 8 files of
 # 16 MiB, 64 MiB together, and a warning says when the parts are more than that.
 # Usage: bash benchmarks/gpu_train.sh oswald-depth   (icgd importable: pip install -e . or PYTHONPATH=src)
@@ -51,11 +52,18 @@ fi
 wait $gpu
 pkill -P $monitor 2>/dev/null; kill $monitor 2>/dev/null  # its sleep too: it holds the output open
 [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo quit | nvidia-cuda-mps-control
-finished=() rest=(); shopt -s nullglob
-for r in "$work"/_train/*/; do
-  r=_train/$(basename "$r")
-  if grep -qs '"status": "completed"' "$work/$r/summary.json"; then finished+=("$r"); else rest+=("$r"); fi
-done
+# finished as the store takes it (icgd.train.runs.finished: completed, or diverged with its record)
+finished=() rest=()
+while read -r state run; do
+  if [ "$state" = F ]; then finished+=("_train/$run"); else rest+=("_train/$run"); fi
+done < <(python - "$cache" <<'PY'
+import sys
+from pathlib import Path
+from icgd.train.runs import finished
+for run in sorted(p for p in Path(sys.argv[1]).iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+    print("F" if finished(run) else "P", run.name)
+PY
+)
 [ "${#finished[@]}" -gt 0 ] && tar czf "$out/finished.tar.gz" -C "$work" --exclude=.locks "${finished[@]}"
 [ "${#rest[@]}" -gt 0 ] && tar czf "$out/cache.tar.gz" -C "$work" --exclude=.locks "${rest[@]}"
 # a call brings back files of at most 16 MiB: a larger tarball comes back in parts (cat NAME.part-* > NAME)

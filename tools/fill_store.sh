@@ -23,19 +23,20 @@ python3 -c 'import icgd, pathlib, sys; sys.exit(0 if pathlib.Path(icgd.__file__)
 cache=runs/fill/_train
 mkdir -p "$cache"
 
-store_finished() {
-  local exp=$1 run key  # exp: how the commit message says the model was trained
+store_finished() {  # store_finished HOW: HOW is the command the commit messages say trained the models
+  local how=$1 run key
   for run in "$cache"/*/; do
     run=${run%/}
     [ -f "$run/summary.json" ] && [ ! -e "$run/.from-store" ] || continue
-    # finished, or diverged with its record (step and seeds: the experiment reads them)
+    # finished, or diverged with its record (step and seeds: the experiment reads them): the test of
+    # icgd.train.runs.finished, in grep, as a Python call would import torch once a minute beside the training
     grep -q '"status": "completed"' "$run/summary.json" || grep -q '"diverged": {' "$run/summary.json" || continue
     key=$(basename "$run")
     [ -d "zoo/$key" ] && continue
     python3 -m icgd.cli store add "$run"
     git add zoo
     git diff --cached --quiet -- zoo && { echo "fill_store.sh: $key was not added to $PWD/zoo" >&2; exit 1; }
-    git commit -q -m "zoo: $key, trained in full mode by ${how:-icgd reproduce $exp}" -- zoo
+    git commit -q -m "zoo: $key, trained in full mode by $how" -- zoo
   done
   for ref in "$cache"/_references/*.json; do  # fitted references (docs/store.md, "Fitted references")
     [ -f "$ref" ] || continue
@@ -43,25 +44,28 @@ store_finished() {
     [ -f "zoo/references/$key.json" ] && continue
     python3 -m icgd.cli store add "$ref"
     git add zoo
-    git commit -q -m "zoo: fitted reference $key, from icgd reproduce $exp in full mode" -- zoo
+    git commit -q -m "zoo: fitted reference $key, from $how in full mode" -- zoo
   done
 }
 
-if [ -n "${WORKERS:-}" ]; then
-  how="benchmarks/train_declared.py $* --workers $WORKERS --threads ${THREADS:-1}"
-  python3 benchmarks/train_declared.py "$@" --device cpu --cache "$cache" --budget "${BUDGET_S:-1e9}" \
-    --workers "$WORKERS" --threads "${THREADS:-1}" --match "${MATCH:-}" > runs/fill/declared.log 2>&1 &
+train_and_store() {  # train_and_store HOW LOG COMMAND...: COMMAND in the background, storing what finishes once a minute
+  local how=$1 log=$2 pid
+  shift 2
+  "$@" > "$log" 2>&1 &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do sleep 60; store_finished "$how"; done
-  wait "$pid" || { echo "training failed: runs/fill/declared.log" >&2; store_finished "$how"; exit 1; }
+  wait "$pid" || { echo "$how failed: $log" >&2; store_finished "$how"; exit 1; }
   store_finished "$how"
+}
+
+if [ -n "${WORKERS:-}" ]; then
+  train_and_store "benchmarks/train_declared.py $* --workers $WORKERS --threads ${THREADS:-1}" runs/fill/declared.log \
+    python3 benchmarks/train_declared.py "$@" --device cpu --cache "$cache" --budget "${BUDGET_S:-1e9}" \
+    --workers "$WORKERS" --threads "${THREADS:-1}" --match "${MATCH:-}"
   exit 0
 fi
 
 for exp in "$@"; do
-  python3 -m icgd.cli reproduce "$exp" --out "runs/fill/$exp" --cache "$cache" --quiet > "runs/fill/$exp.log" 2>&1 &
-  pid=$!
-  while kill -0 "$pid" 2>/dev/null; do sleep 60; store_finished "$exp"; done
-  wait "$pid" || { echo "$exp failed: runs/fill/$exp.log" >&2; store_finished "$exp"; exit 1; }
-  store_finished "$exp"
+  train_and_store "icgd reproduce $exp" "runs/fill/$exp.log" \
+    python3 -m icgd.cli reproduce "$exp" --out "runs/fill/$exp" --cache "$cache" --quiet
 done
