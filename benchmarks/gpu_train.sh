@@ -16,6 +16,14 @@
 set -u
 out="${OUT:-gpu-train}"; budget="${BUDGET_S:-450}"; device="${DEVICE:-cuda}"
 work=/tmp/gpu-train; cache="$work/_train"
+# bad input first, one line and exit code 2 before anything is written: the tarballs, the experiments, the device
+for t in ${CACHE_TAR:-}; do
+  tar tzf "$t" >/dev/null 2>&1 || { echo "gpu_train.sh: CACHE_TAR: $t is not a readable .tar.gz" >&2; exit 2; }
+done
+[ "$#" -ge 1 ] || { echo "usage: bash benchmarks/gpu_train.sh EXP [EXP ...]" >&2; exit 2; }
+for e in "$@"; do
+  python -m icgd.cli reproduce "$e" --plan --device "$device" >/dev/null || exit 2  # icgd's own line on stderr
+done
 mkdir -p "$out" "$cache"
 for t in ${CACHE_TAR:-}; do tar xzf "$t" -C "$work"; done  # resume an earlier call's cache (one or more tarballs)
 exec > >(tee -a "$out/log.txt") 2>&1

@@ -52,19 +52,56 @@ def _record(job: Any, state: str, seconds: float | None) -> dict[str, Any]:
             "step_path": s.get("step_path"), "device": s.get("device")}
 
 
+def _experiment(name: str) -> str:
+    from icgd.experiments.runner import get_experiment
+
+    try:
+        get_experiment(name)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return name
+
+
+def _regex(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as err:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular expression: {err}") from None
+    return text
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line (argparse prints its usage too), exit code 2
+        self.exit(2, f"{self.prog}: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("experiments", nargs="+")
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--cache", required=True, type=Path)
-    p.add_argument("--budget", type=float, required=True, help="seconds until every worker is stopped")
-    p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--match", default="", help="train only the models whose label matches this regex")
-    p.add_argument("--exclude", default=None, help="leave out the models whose label matches this regex")
-    p.add_argument("--json", type=Path, default=None)
+    from icgd.cli.args import count, device, out_dir, out_file
+
+    # every argument is checked here, before a worker starts: a bad one is one line and exit code 2
+    p = _Parser(description=__doc__.split("\n\n")[0])
+    p.add_argument("experiments", nargs="+", type=_experiment)
+    p.add_argument("--device", default="cuda", type=device)
+    p.add_argument("--cache", required=True, type=out_dir)
+    p.add_argument("--budget", type=_seconds, required=True, help="seconds until every worker is stopped")
+    p.add_argument("--workers", type=count, default=1)
+    p.add_argument("--threads", type=count, default=1)
+    p.add_argument("--match", default="", type=_regex, help="train only the models whose label matches this regex")
+    p.add_argument("--exclude", default=None, type=_regex, help="leave out the models whose label matches this regex")
+    p.add_argument("--json", type=out_file, default=None)
     p.add_argument("--retrain", action="store_true", help="train the models the model store holds too")
     args = p.parse_args(argv)
+    args.cache, args.json = Path(args.cache), args.json and Path(args.json)
     from icgd.experiments.parallel import planned
     from icgd.train.store import default_store
 

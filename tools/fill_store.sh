@@ -20,6 +20,15 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 python3 -c 'import icgd, pathlib, sys; sys.exit(0 if pathlib.Path(icgd.__file__).resolve().is_relative_to(pathlib.Path("src").resolve()) else 1)' \
   || { echo "fill_store.sh: icgd is not imported from $PWD/src" >&2; exit 2; }
 [ "$#" -ge 1 ] || { echo "usage: bash tools/fill_store.sh EXP [EXP ...]" >&2; exit 2; }
+python3 - "$@" <<'PY' || exit 2  # every experiment known, before anything is made
+import sys
+from icgd.experiments.runner import get_experiment
+for name in sys.argv[1:]:
+    try:
+        get_experiment(name)
+    except ValueError as err:
+        sys.exit(f"fill_store.sh: {err}")
+PY
 cache=runs/fill/_train
 mkdir -p "$cache"
 
@@ -49,12 +58,16 @@ store_finished() {  # store_finished HOW: HOW is the command the commit messages
 }
 
 train_and_store() {  # train_and_store HOW LOG COMMAND...: COMMAND in the background, storing what finishes once a minute
-  local how=$1 log=$2 pid
+  local how=$1 log=$2 pid rc=0 t=0
   shift 2
   "$@" > "$log" 2>&1 &
   pid=$!
-  while kill -0 "$pid" 2>/dev/null; do sleep 60; store_finished "$how"; done
-  wait "$pid" || { echo "$how failed: $log" >&2; store_finished "$how"; exit 1; }
+  # polled every 2 s, so that a command refusing its arguments is reported at once
+  while kill -0 "$pid" 2>/dev/null; do sleep 2; t=$((t + 2)); [ $((t % 60)) -eq 0 ] && store_finished "$how"; done
+  wait "$pid" || rc=$?
+  # exit code 2: the command refused its arguments before training (one line, in the log): passed on as it is
+  [ "$rc" -eq 2 ] && { tail -n 1 "$log" >&2; exit 2; }
+  [ "$rc" -eq 0 ] || { echo "$how failed (exit code $rc): $log" >&2; store_finished "$how"; exit 1; }
   store_finished "$how"
 }
 

@@ -189,3 +189,51 @@ def test_train_declared_leaves_out_what_the_store_holds(tmp_path, monkeypatch):
         assert train_declared.main(argv + extra + ["--cache", str(tmp_path / f"again{len(extra)}"), "--json", str(out)]) == 0
         recs = json.loads(out.read_text())["models"]
         assert [r["status"] for r in recs] == ["completed"] * trained, extra
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["no-such-experiment"], "unknown experiment 'no-such-experiment'"),
+    (["test-long", "--budget", "-5"], "--budget: expected a positive number of seconds"),
+    (["test-long", "--workers", "0"], "--workers: must be at least 1"),
+    (["test-long", "--match", "("], "--match: '(' is not a regular expression"),
+    (["test-long", "--device", "tpu"], "--device"),
+])
+def test_train_declared_refuses_bad_arguments_in_one_line(tmp_path, capsys, argv, needle):
+    """A GPU machine's minutes are not spent finding a typo: every argument is checked before a worker
+    starts, one line and exit code 2, and the cache folder is not made."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import train_declared
+
+    defaults = {"--budget": "10", "--device": "cpu"}
+    extra = [x for k, v in defaults.items() if k not in argv for x in (k, v)]
+    with pytest.raises(SystemExit) as stop:
+        train_declared.main(argv + extra + ["--cache", str(tmp_path / "_train")])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "_train").exists()
+
+
+def test_fill_store_refuses_an_unknown_experiment_at_once():
+    """tools/fill_store.sh names an unknown experiment in one line, exit code 2, before it makes or trains
+    anything (it used to find out a minute later, exit code 1)."""
+    import os
+    import signal
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    # its own process group: were the check broken, the training it starts is stopped with it
+    proc = subprocess.Popen(["bash", str(root / "tools" / "fill_store.sh"), "oswald-copy", "no-such-experiment"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=45)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.communicate()
+        pytest.fail("fill_store.sh did not refuse the unknown experiment within 45 s")
+    assert proc.returncode == 2, err
+    assert err.count("\n") == 1 and "unknown experiment 'no-such-experiment'" in err, err
