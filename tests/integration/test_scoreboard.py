@@ -67,7 +67,9 @@ def test_a_run_is_recorded_and_its_page_made(tmp_path, capsys):
     page = (tmp_path / "b" / "template.md").read_text()
     row = report["claims"][0]
     assert f"| `{row['id']}` |" in page and scoreboard._num(row["measured"]) in page and row["verdict"] in page
-    assert "[template](template.md)" in (tmp_path / "b" / "index.md").read_text()
+    index = (tmp_path / "b" / "index.md").read_text()
+    assert "[template](template.md)" in index
+    assert "The suite ran at commit `" in index and "All 1 suites" not in index
     assert main(["scoreboard", "--check", "--dir", str(tmp_path / "b")]) == 0
 
 
