@@ -52,3 +52,34 @@ def test_progress_bars_are_named_model_i_of_n(tmp_path):
     ctx.declared = exp.models(ctx)
     names = [c.name for c in ctx.declared.values()]
     assert ctx._bar_name(ctx.declared[next(iter(ctx.declared))]) == f"model 1/{len(names)}: {names[0]}"
+
+
+def test_the_commit_is_the_one_at_the_start_of_the_run(tmp_path, monkeypatch):
+    """A run records the commit its code was loaded from: asked before the experiment runs, not when it
+    ends (a study of a pretrained LM trains nothing and used to ask only at its end, after an hour in
+    which the checkout may have moved on)."""
+    from icgd.core import version
+    from icgd.experiments.registry import REGISTRY, ExperimentContext, register
+
+    head = ["a" * 40]
+
+    def fake_run(cmd, **kw):  # git rev-parse HEAD answers what `head` holds; git status: clean
+        class Done:
+            returncode = 0
+            stdout = head[0] if "rev-parse" in cmd else ""
+        return Done()
+
+    monkeypatch.setattr(version.subprocess, "run", fake_run)
+    version.code_commit.cache_clear()
+
+    @register("test-commit-moves", "the checkout moves on while it runs", "tests", 0.1, 0.1)
+    def _moves(ctx: ExperimentContext) -> None:
+        head[0] = "b" * 40  # a commit made in the checkout during the run
+        ctx.result("x", 1.0)
+
+    try:
+        run_experiment("test-commit-moves", tmp_path / "r", tmp_path / "cache", smoke=True)
+    finally:
+        REGISTRY.pop("test-commit-moves", None)
+        version.code_commit.cache_clear()
+    assert json.loads((tmp_path / "r" / "results.json").read_text())["provenance"]["commit"] == "a" * 40

@@ -8,6 +8,7 @@ from typing import Any
 
 from icgd.claims.base import SUITES
 from icgd.core.profiling import Profile, section, summarize
+from icgd.core.version import code_commit
 from icgd.experiments.catalog import load_sources
 from icgd.experiments.registry import NotStored, mode_of
 from icgd.experiments.runner import check_store_only, get_experiment, run_experiment, utc_now
@@ -57,6 +58,7 @@ def verify(name: str, out: str | Path, quick: bool = False, seeds: list[int] | N
     out.mkdir(parents=True, exist_ok=True)  # where claims.json goes, even when no experiment runs (--store-only)
     t0 = time.perf_counter()
     started = utc_now()
+    code_commit()  # the code this run loaded, asked at its start and kept (see run_experiment)
     results: dict[str, Any] = {}
     cache = Path(cache) if cache else out / "_train"
     prof = Profile()
@@ -127,7 +129,7 @@ def environment(device: str) -> dict[str, Any]:
     import numpy
     import torch
 
-    from icgd.core.version import __version__, code_commit
+    from icgd.core.version import __version__
 
     return {"icgd": __version__, "commit": code_commit(), "torch": torch.__version__, "numpy": numpy.__version__,
             "python": platform.python_version(), "platform": platform.platform(), "device": device,

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from icgd.core.io import write_json, write_text
+from icgd.core.version import code_commit
 from icgd.core.profiling import status_line
 from icgd.experiments.catalog import load_sources
 from icgd.experiments.registry import (
@@ -70,6 +71,9 @@ def run_experiment(name: str, out: str | Path, cache: str | Path | None = None, 
     if exp.models is not None:
         ctx.declared, ctx.undeclared_ok = exp.models(ctx), bool(exp.retrains)
     t0, started = time.perf_counter(), utc_now()
+    # the commit is asked now and kept for the process (code_commit caches it): the code this run loaded, not
+    # what the checkout holds when a run of hours ends (a study that trains nothing asked only at its end)
+    code_commit()
     torch.set_grad_enabled(True)
     with nullcontext() if quiet else status_line(exp.name):  # a line every 15 s outside training
         exp.fn(ctx)
@@ -103,7 +107,7 @@ def provenance(name: str, mode: Mode, seeds: list[int], device: str, started: st
     import shlex
     import sys
 
-    from icgd.core.version import __version__, code_commit
+    from icgd.core.version import __version__
 
     return {"experiment": name, "mode": mode, "seeds": list(seeds), "icgd": __version__, "commit": code_commit(),
             "torch": torch.__version__, "device": device,
