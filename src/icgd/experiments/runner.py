@@ -10,8 +10,8 @@ from typing import Any
 import torch
 
 from icgd.core.io import write_json, write_text
-from icgd.core.version import code_commit
 from icgd.core.profiling import status_line
+from icgd.core.version import code_commit
 from icgd.experiments.catalog import load_sources
 from icgd.experiments.registry import (
     REGISTRY,
