@@ -21,8 +21,9 @@ for t in ${CACHE_TAR:-}; do
   tar tzf "$t" >/dev/null 2>&1 || { echo "gpu_train.sh: CACHE_TAR: $t is not a readable .tar.gz" >&2; exit 2; }
 done
 [ "$#" -ge 1 ] || { echo "usage: bash benchmarks/gpu_train.sh EXP [EXP ...]" >&2; exit 2; }
+plans=""  # each experiment's plan, kept for the log below (a plan takes seconds to make)
 for e in "$@"; do
-  python -m icgd.cli reproduce "$e" --plan --device "$device" >/dev/null || exit 2  # icgd's own line on stderr
+  plans+=$(python -m icgd.cli reproduce "$e" --plan --device "$device")$'\n' || exit 2  # icgd's own line on stderr
 done
 mkdir -p "$out" "$cache"
 for t in ${CACHE_TAR:-}; do tar xzf "$t" -C "$work"; done  # resume an earlier call's cache (one or more tarballs)
@@ -41,7 +42,7 @@ if [ "$device" = cuda ] && command -v nvidia-cuda-mps-control >/dev/null && [ "$
 else
   echo "MPS: not available"
 fi
-for e in "$@"; do python -m icgd.cli reproduce "$e" --plan --device "$device" | grep -E '^[a-z].*steps x batch' ; done
+printf '%s' "$plans" | grep -E '^[a-z].*steps x batch'
 (while sleep 60; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader 2>/dev/null \
    | sed "s/^/[${SECONDS}s] gpu /"; done) &
 monitor=$!
