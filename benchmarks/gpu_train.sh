@@ -25,6 +25,8 @@ plans=""  # each experiment's plan, kept for the log below (a plan takes seconds
 for e in "$@"; do
   plans+=$(python -m icgd.cli reproduce "$e" --plan --device "$device")$'\n' || exit 2  # icgd's own line on stderr
 done
+# an experiment whose models cannot be trained ahead (pretrain=False, or none declared) is named with why
+python benchmarks/train_declared.py "$@" --device "$device" --cache "$cache" --budget 1 --check || exit 2
 mkdir -p "$out" "$cache"
 for t in ${CACHE_TAR:-}; do tar xzf "$t" -C "$work"; done  # resume an earlier call's cache (one or more tarballs)
 exec > >(tee -a "$out/log.txt") 2>&1

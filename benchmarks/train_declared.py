@@ -1,7 +1,7 @@
 """Train the declared full-mode models of experiments within a time budget, on a GPU machine or any other:
 
     python benchmarks/train_declared.py oswald-depth --device cuda --cache DIR --budget 450 --workers 3 \\
-        [--match REGEX] [--exclude REGEX] [--threads 1] [--json FILE] [--retrain]
+        [--match REGEX] [--exclude REGEX] [--threads 1] [--json FILE] [--retrain] [--check]
 
 The models not yet finished in DIR and not held by the model store (`icgd.experiments.parallel.planned`:
 costliest first; `--retrain` ignores the store, as in full mode) train `--workers` at a time, each in its own
@@ -62,6 +62,19 @@ def _experiment(name: str) -> str:
     return name
 
 
+def _not_ahead(name: str) -> str:
+    """Why the models of experiment `name` cannot be trained ahead of it ("": they can)."""
+    from icgd.experiments.runner import get_experiment
+
+    exp = get_experiment(name)
+    if exp.models is None:
+        return "declares no models (it loads a pretrained model, or none)"
+    if not exp.pretrain:
+        return (f"trains its models inside the experiment (it measures them while they train): "
+                f"run `bash tools/fill_store.sh {name}` without WORKERS, or `icgd reproduce {name}`")
+    return ""
+
+
 def _regex(text: str) -> str:
     try:
         re.compile(text)
@@ -100,7 +113,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--exclude", default=None, type=_regex, help="leave out the models whose label matches this regex")
     p.add_argument("--json", type=out_file, default=None)
     p.add_argument("--retrain", action="store_true", help="train the models the model store holds too")
+    p.add_argument("--check", action="store_true", help="check the arguments only (exit code 2 on a bad one)")
     args = p.parse_args(argv)
+    # an experiment whose models this script cannot train ahead says why, instead of "0 models to train";
+    # when none of those named can, that is a usage error
+    why = {name: reason for name in args.experiments if (reason := _not_ahead(name))}
+    if len(why) == len(args.experiments):
+        p.error("; ".join(f"{name} {reason}" for name, reason in why.items()))
+    for name, reason in why.items():
+        print(f"{p.prog}: left out: {name} {reason}", file=sys.stderr, flush=True)
+    if args.check:
+        return 0
     args.cache, args.json = Path(args.cache), args.json and Path(args.json)
     from icgd.experiments.parallel import planned
     from icgd.train.store import default_store

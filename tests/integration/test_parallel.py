@@ -146,6 +146,13 @@ def _long(ctx: ExperimentContext) -> None:
     raise AssertionError("only its models are trained here")
 
 
+@register("test-inside", "a model trained inside the experiment only", "tests", 0.1, 0.1, pretrain=False,
+          models=lambda ctx: {"inside": build_config({"name": "inside", "steps": 20, "batch_size": 64,
+                                                       "seeds": ctx.seeds, "eval": _EVAL})})
+def _inside(ctx: ExperimentContext) -> None:
+    raise AssertionError("not run here")
+
+
 def test_train_declared_stops_on_budget_and_keeps_the_checkpoint(tmp_path):
     """benchmarks/train_declared.py (what a GPU machine runs): what finishes is completed, what runs at the budget
     checkpoints on SIGTERM (status interrupted, its steps saved), and the records say so."""
@@ -197,6 +204,7 @@ def test_train_declared_leaves_out_what_the_store_holds(tmp_path, monkeypatch):
     (["test-long", "--workers", "0"], "--workers: must be at least 1"),
     (["test-long", "--match", "("], "--match: '(' is not a regular expression"),
     (["test-long", "--device", "tpu"], "--device"),
+    (["test-inside"], "test-inside trains its models inside the experiment"),  # was: "0 models to train"
 ])
 def test_train_declared_refuses_bad_arguments_in_one_line(tmp_path, capsys, argv, needle):
     """A GPU machine's minutes are not spent finding a typo: every argument is checked before a worker
@@ -214,6 +222,22 @@ def test_train_declared_refuses_bad_arguments_in_one_line(tmp_path, capsys, argv
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "_train").exists()
+
+
+def test_train_declared_names_what_it_leaves_out(tmp_path, capsys):
+    """Beside experiments it can train ahead, one it cannot (pretrain=False) is named in a line with why and
+    what fills it; --check stops after the arguments, making nothing."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import train_declared
+
+    assert train_declared.main(["test-long", "test-inside", "--device", "cpu", "--budget", "10", "--check",
+                                "--cache", str(tmp_path / "_train")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "left out: test-inside" in err and "fill_store.sh test-inside" in err, err
     assert not (tmp_path / "_train").exists()
 
 
