@@ -73,6 +73,46 @@ def test_a_run_is_recorded_and_its_page_made(tmp_path, capsys):
     assert main(["scoreboard", "--check", "--dir", str(tmp_path / "b")]) == 0
 
 
+def test_a_declared_table_is_on_the_page_from_its_csv(tmp_path, capsys, monkeypatch):
+    """A table an experiment declares for the docs (`Experiment.doc_tables`) is read from the CSV it wrote into
+    the suite's JSON and shown on its page, so a source page links to it instead of typing it; a changed cell
+    makes the page stale; a declared column the CSV lacks is one line, exit code 2."""
+    import csv
+    from dataclasses import replace
+
+    from icgd.cli import main
+    from icgd.experiments import runner
+    from icgd.experiments.registry import DocTable
+
+    assert main(["verify", "template", "--smoke", "--quiet", "--out", str(tmp_path / "run")]) == 0
+    capsys.readouterr()
+    exp, real = runner.get_experiment("template-gd-step"), runner.get_experiment
+
+    def declaring(columns):
+        table = DocTable("gd_step", "the GD step per seed", columns)
+        monkeypatch.setattr(runner, "get_experiment", lambda n: replace(exp, doc_tables=(table,)) if n == exp.name
+                            else real(n))
+
+    declaring(("seed", "gd_over_zero"))
+    assert main(["scoreboard", str(tmp_path / "run"), "--dir", str(tmp_path / "b")]) == 0
+    with open(tmp_path / "run" / "template-gd-step" / "gd_step.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    page = (tmp_path / "b" / "template.md").read_text()
+    assert "### template-gd-step: gd_step" in page and "| seed | gd_over_zero |" in page
+    for r in rows:
+        assert f"| {r['seed']} | {float(r['gd_over_zero']):.4g} |" in page, r
+    path = tmp_path / "b" / "template.json"
+    report = json.loads(path.read_text())
+    report["tables"][0]["rows"][0][1] = "12345.5"
+    path.write_text(json.dumps(report))
+    assert scoreboard.stale(tmp_path / "b") == ["template.md"]
+    declaring(("seed", "no_such_column"))
+    assert main(["scoreboard", str(tmp_path / "run"), "--dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no column no_such_column" in err, err
+    assert not (tmp_path / "c").exists() or not list((tmp_path / "c").iterdir())
+
+
 @pytest.mark.parametrize("bad", ["missing", "not-a-run", "not-a-report"])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, bad):
     from icgd.cli import main

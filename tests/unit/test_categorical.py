@@ -314,3 +314,18 @@ def test_depth_trains_the_seeds_that_did_not_diverge_again(tmp_path, monkeypatch
     ctx.undeclared_ok = True
     with pytest.raises(RuntimeError, match="not among the models"):  # declared, but not with this config
         real(ctx, depth.tf_config(ctx, "exponential", 1, [second]).model_copy(update={"name": "cat-depth-exponential-l1"}))
+
+
+def test_depth_summary_counts_the_unstable_runs_and_summarises_the_others():
+    """categorical-depth's table for the docs: per model and depth the runs, the unstable ones with the steps
+    they diverged at, and the MSE median and range of the stable ones only."""
+    from icgd.sources.categorical.depth import depth_summary
+
+    nan = float("nan")
+    rows = [{"kernel": "exponential", "layers": 3, "seed": s, "diverged_at_step": d, "mse": m, "prior_mse": 0.1,
+             "unstable": u} for s, d, m, u in ((0, None, 0.06, False), (1, 150, nan, True), (2, None, 0.2, True),
+                                             (3, None, 0.05, False), (4, None, 0.07, False))]
+    (row,) = depth_summary(rows)
+    assert (row["model"], row["layers"], row["runs"], row["unstable"]) == ("exponential", 3, 5, 2)
+    assert row["diverged_at_steps"] == [150]
+    assert (row["mse_median"], row["mse_min"], row["mse_max"]) == (0.06, 0.05, 0.07)

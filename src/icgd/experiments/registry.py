@@ -24,6 +24,18 @@ from icgd.train.runs import completed, finished, load_run, recorded_divergence, 
 
 
 @dataclass(frozen=True)
+class DocTable:
+    """A table an experiment writes (`ExperimentContext.table(name, ...)`) that the generated scoreboard page of
+    its suite shows, so that a source page links to it instead of typing its numbers (`icgd scoreboard`)."""
+
+    name: str
+    #: what the table shows, in a sentence or two (the page adds the run's mode, commit and date)
+    caption: str
+    #: the columns shown, in this order (empty: every column the table has)
+    columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Experiment:
     name: str
     description: str
@@ -48,6 +60,8 @@ class Experiment:
     #: seeds that did not diverge, trained again without those that did. `ExperimentContext.train` then takes
     #: an undeclared model too (a declared one must still have its declared config); `--plan` says so
     retrains: str = ""
+    #: the tables of this experiment that its suite's scoreboard page shows (`DocTable`)
+    doc_tables: tuple[DocTable, ...] = ()
 
     def seeds(self, mode: Mode, seeds: list[int] | None = None) -> list[int]:
         """The seeds this experiment runs with: `seeds` (checked) or its default for `mode`."""
@@ -69,12 +83,12 @@ REGISTRY: Registry[Experiment] = Registry("experiment")
 def register(name: str, description: str, source: str, quick_minutes: float, full_minutes: float,
              n_seeds: dict[str, int] | None = None,
              models: Callable[["ExperimentContext"], dict[str, TrainConfig]] | None = None, pretrain: bool = True,
-             deviations: tuple[str, ...] = (), retrains: str = ""):
-    """Decorator registering `fn(ctx)` as experiment `name` (n_seeds, models, pretrain, deviations, retrains:
-    see `Experiment`)."""
+             deviations: tuple[str, ...] = (), retrains: str = "", doc_tables: tuple[DocTable, ...] = ()):
+    """Decorator registering `fn(ctx)` as experiment `name` (n_seeds, models, pretrain, deviations, retrains,
+    doc_tables: see `Experiment`)."""
     def deco(fn: Callable[["ExperimentContext"], None]) -> Callable[["ExperimentContext"], None]:
         REGISTRY.add(name, Experiment(name, description, source, quick_minutes, full_minutes, fn, n_seeds, models,
-                                    pretrain, tuple(deviations), retrains))
+                                    pretrain, tuple(deviations), retrains, tuple(doc_tables)))
         return fn
     return deco
 

@@ -14,8 +14,10 @@ shipped with the package; this module turns the reports into the plain strings t
 from __future__ import annotations
 
 import functools
+import csv
 import json
 import math
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,8 @@ from icgd.report.runs import ReportError, _float, _num, load_run
 INDEX = "index.md"
 #: the verify report's keys kept in the scoreboard's JSON (the profile only as its summary)
 _KEPT = ("suite", "mode", "quick", "model", "seconds", "claims", "models", "references", "not_run", "env")
+#: a table cell that is a list of numbers (a table's per-seed column, as the CSV writes it)
+_LIST = re.compile(r"^\[[-+0-9.eE, naNinfINF]*\]$")
 
 
 # ------------------------------------------------------------------------------------------ recording
@@ -39,6 +43,7 @@ def record(run: str | Path, board: str | Path) -> Path:
     profile = loaded.report.get("profile")
     if isinstance(profile, dict):
         report["profile"] = {k: v for k, v in profile.items() if k != "rows"}
+    report["tables"] = _doc_tables(loaded)
     board = Path(board)
     if board.exists() and not board.is_dir():
         raise ReportError(f"{board}: not a folder (the scoreboard is a folder of reports and pages)")
@@ -46,6 +51,38 @@ def record(run: str | Path, board: str | Path) -> Path:
     path = board / f"{loaded.suite}.json"
     write_json(path, report)
     return path
+
+
+def _doc_tables(loaded: Any) -> list[dict[str, Any]]:
+    """The tables the run's experiments declare for the documentation (`Experiment.doc_tables`), read from
+    the CSV files they wrote, every cell kept as the file has it: [{experiment, name, caption, columns, rows}].
+    A declared table the run did not write is left out (an experiment that did not run); one without a
+    declared column raises ReportError."""
+    from icgd.experiments.runner import get_experiment
+
+    tables = []
+    for name, exp in loaded.experiments.items():
+        try:
+            declared = get_experiment(name).doc_tables
+        except KeyError:  # an experiment this version of icgd no longer has
+            continue
+        for t in declared:
+            path = exp.path / f"{t.name}.csv"
+            if not path.is_file():
+                continue
+            try:
+                with open(path, newline="") as f:
+                    reader = csv.DictReader(f)
+                    rows, header = list(reader), list(reader.fieldnames or [])
+            except (OSError, UnicodeDecodeError, csv.Error) as e:
+                raise ReportError(f"{path}: not a readable table ({e})") from None
+            columns = list(t.columns) or header
+            missing = [c for c in columns if c not in header]
+            if missing:
+                raise ReportError(f"{path}: no column {', '.join(missing)} (declared by {name}'s table {t.name})")
+            tables.append({"experiment": name, "name": t.name, "caption": t.caption, "columns": columns,
+                           "rows": [[r[c] for c in columns] for r in rows]})
+    return tables
 
 
 def reports(board: str | Path) -> dict[str, dict[str, Any]]:
@@ -125,6 +162,18 @@ def _cell(value: Any) -> str:
     return " ".join(str(value).split()).replace("|", "\\|")
 
 
+def _table_cell(text: str) -> str:
+    """A cell of a measured table: a number in 4 significant digits, a list of numbers as (a, b, ...) in 3,
+    anything else as it is (an empty cell stays empty)."""
+    text = str(text).strip()
+    if _LIST.match(text):
+        items = [x.strip() for x in text[1:-1].split(",") if x.strip()]
+        return "(" + ", ".join(f"{_float(x):.3g}" for x in items) + ")" if items else "-"
+    if text and not math.isnan(_float(text)) or text.lower() == "nan":
+        return text if re.fullmatch(r"-?[0-9]+", text) else f"{_float(text):.4g}"
+    return _cell(text)
+
+
 def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
     """What the suite's page shows, as plain strings."""
     from icgd.experiments.catalog import load_sources
@@ -171,6 +220,10 @@ def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
                              for o, n in sorted(origins.items()))
                    or (f"none trained (the pretrained LM {report['model']})"
                        if report.get("model") else "none used"),
+        "tables": [{"experiment": t["experiment"], "name": t["name"], "caption": _cell(t["caption"]),
+                    "columns": [_cell(c) for c in t["columns"]],
+                    "rows": [[_table_cell(v) for v in row] for row in t["rows"]]}
+                   for t in report.get("tables") or []],
         "n_not_run": len(not_run),
         "not_run": [{"experiment": n["experiment"], "models": ", ".join(n["models"]), "minutes": _num(n["minutes"])}
                     for n in report.get("not_run") or []],

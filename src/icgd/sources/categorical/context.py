@@ -12,7 +12,7 @@ from icgd.experiments.common import (
     median,
     seed_learners,
 )
-from icgd.experiments.registry import ExperimentContext, register
+from icgd.experiments.registry import DocTable, ExperimentContext, register
 from icgd.learners.kernel_gd import KernelGD
 from icgd.nn.kernels import get_kernel
 from icgd.results.figures import subplots
@@ -72,7 +72,10 @@ def _configs(ctx: ExperimentContext) -> dict[tuple[str, Any], TrainConfig]:
 @register("categorical-context", "softmax models trained at N = 20 applied at N = 5..160 vs RBF with and "
           "without the 1/N rescaled, and vs the GD models retrained at each N (quick: up to 40); MSE at the "
           "quadrant centres (Fig. 4 right)", SOURCE, quick_minutes=1,
-          full_minutes=12, models=lambda ctx: declared(_configs(ctx).values()))
+          full_minutes=12, models=lambda ctx: declared(_configs(ctx).values()),
+          doc_tables=(DocTable("context_size", "Context size: MSE at the quadrant centres (median seed) of the models "
+                               "trained at N = 20 applied unchanged at each N (RBF: also with its 1/N rescaled to "
+                               "N = 20's), against the GD models retrained at that N"),))
 def context_size(ctx: ExperimentContext) -> None:
     configs = _configs(ctx)
     models: dict[str, list[Any]] = {}

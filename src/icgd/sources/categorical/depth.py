@@ -4,6 +4,7 @@ the others train on (the source's text on stability): `categorical-depth`."""
 
 from __future__ import annotations
 
+from statistics import median
 from typing import Any
 
 from icgd.experiments.common import (
@@ -11,7 +12,7 @@ from icgd.experiments.common import (
     seed_learners,
     size,
 )
-from icgd.experiments.registry import ExperimentContext, register
+from icgd.experiments.registry import DocTable, ExperimentContext, register
 from icgd.results.figures import label_axes, subplots
 from icgd.sources.categorical.keys import (
     DEPTH_GD_MAX_CHANGE,
@@ -74,7 +75,10 @@ def tf_config(ctx: ExperimentContext, kernel: str, layers: int, seeds: list[int]
           "stability and on depth)", SOURCE, quick_minutes=4, full_minutes=60, n_seeds=DEPTH_SEEDS,
           models=lambda ctx: declared(_configs(ctx).values()),
           retrains="when some seeds of a Trained TF diverge, the others again without them (the model's name "
-                   "ends in -s and their seeds)")
+                   "ends in -s and their seeds)",
+          doc_tables=(DocTable("depth_summary", "Training stability with depth, every weight trained: per model and "
+                               "depth the runs, the unstable ones (diverged, or ended above the prior's MSE) with "
+                               "the step each diverged at, and the MSE of the others (median, range)"),))
 def depth(ctx: ExperimentContext) -> None:
     ep = held_out(ctx)
     prior = score(prior_learner(ep.dy), ep)
@@ -110,6 +114,7 @@ def depth(ctx: ExperimentContext) -> None:
     ctx.report("the multi-layer GD model changes little with depth (softmax)",
                ", ".join(f"{L} layer(s) {v:.4f}" for L, v in gd_mse.items()))
     ctx.table("depth", rows)
+    ctx.table("depth_summary", depth_summary(rows))
     depth_figure(ctx, rows, list(depths), prior)
 
 
@@ -156,3 +161,18 @@ def seeds_until_diverged(ctx: ExperimentContext, kernel: str, layers: int) -> li
         out += [(s, m, None) for s, m in zip(todo, seed_learners(res))]
         todo = []
     return sorted(out, key=lambda t: t[0])
+
+
+def depth_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The depth table per model and depth: runs, the unstable ones (diverged, or ended above the prior's
+    MSE) with the steps where they diverged, and the median and range of the others' MSE."""
+    out = []
+    for kernel, layers in dict.fromkeys((r["kernel"], r["layers"]) for r in rows):
+        here = [r for r in rows if (r["kernel"], r["layers"]) == (kernel, layers)]
+        stable = sorted(r["mse"] for r in here if not r["unstable"])
+        out.append({"model": kernel, "layers": layers, "runs": len(here), "unstable": sum(r["unstable"] for r in here),
+                    "diverged_at_steps": [r["diverged_at_step"] for r in here if r["diverged_at_step"] is not None],
+                    "mse_median": median(stable) if stable else float("nan"),
+                    "mse_min": stable[0] if stable else float("nan"),
+                    "mse_max": stable[-1] if stable else float("nan"), "prior_mse": here[0]["prior_mse"]})
+    return out

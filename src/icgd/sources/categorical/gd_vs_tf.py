@@ -18,7 +18,7 @@ from icgd.experiments.common import (
     seed_learners,
     size,
 )
-from icgd.experiments.registry import ExperimentContext, register
+from icgd.experiments.registry import DocTable, ExperimentContext, register
 from icgd.nn.kernels import get_kernel
 from icgd.results.figures import band, grid, label_axes, legend_below, subplots
 from icgd.sources.categorical.keys import (
@@ -92,7 +92,15 @@ def _configs(ctx: ExperimentContext) -> dict[tuple[str, int, str], TrainConfig]:
 # --------------------------------------------------------------------------------------- GD vs TF
 @register("categorical-gd-vs-tf", "GD model vs Trained TF for each of the nine kernels, 1 head (full: and 2): MSE, "
           "prediction difference, sensitivity cosine (trained and untrained TF), curves, maps (Fig. 2, 3, 6-9)",
-          SOURCE, quick_minutes=6, full_minutes=60, models=lambda ctx: declared(_configs(ctx).values()))
+          SOURCE, quick_minutes=6, full_minutes=60, models=lambda ctx: declared(_configs(ctx).values()),
+          doc_tables=(DocTable(
+              "gd_vs_tf", "Agreement per kernel and number of heads, template XOR-like: held-out MSE of the GD "
+              "model and of the Trained TF (median seed), their prediction difference and sensitivity cosine "
+              "(median seed, then each seed), the same two for the untrained TF, and the Trained TF's cosine "
+              "to the linear kernel's GD model", ("kernel", "heads", "gd_mse", "tf_mse_median",
+              "prediction_difference", "sensitivity_cosine", "sensitivity_cosine_seeds",
+              "untrained_prediction_difference", "untrained_sensitivity_cosine", "tf_cosine_to_linear_gd",
+              "prior_mse")),))
 def gd_vs_tf(ctx: ExperimentContext) -> None:
     configs = _configs(ctx)
     ep = held_out(ctx)
