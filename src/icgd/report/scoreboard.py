@@ -3,8 +3,9 @@
 The scoreboard is a folder (the repository's `docs/scoreboard/`) holding, per suite, the report of one
 `icgd verify` run (`<suite>.json`: its claims.json without the profile's per-section rows) and the page made
 from it (`<suite>.md`: every claim with its measured value, seeds, interval, bar, verdict and the authors'
-number, and every model with where it came from), plus an index of all suites (`index.md`) that says whether
-they ran at one commit. No number on a page is typed: `render` makes every page from the JSON files, and
+number, every model with where it came from, and the measured tables its experiments declare for the source
+pages, `Experiment.doc_tables`, copied from the run's CSV files), plus an index of all suites (`index.md`) that
+says whether they ran at one commit. No number on a page is typed: `render` makes every page from the JSON files, and
 `stale` names the pages that differ from what it makes (the test suite checks the committed folder).
 
 The pages are Markdown from the Jinja2 templates `scoreboard_suite.md.j2` and `scoreboard_index.md.j2`
@@ -13,8 +14,8 @@ shipped with the package; this module turns the reports into the plain strings t
 
 from __future__ import annotations
 
-import functools
 import csv
+import functools
 import json
 import math
 import re
