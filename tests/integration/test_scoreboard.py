@@ -159,3 +159,11 @@ def test_the_index_says_what_would_decide_each_inconclusive_claim():
     listed = scoreboard.undecided({"s": {"suite": "s", "claims": rows}})
     assert [u["id"] for u in listed] == ["c0", "c1", "c2"]
     assert "What more seeds or queries would decide" in (BOARD / "index.md").read_text()
+
+
+@pytest.mark.parametrize("cell, shown", [("0.0610483", "0.06105"), ("12", "12"), ("nan", "nan"), ("", ""),
+                                         ("[150, 4284, 3655]", "(150, 4284, 3655)"), ("[0.99912, 0.5]", "(0.999, 0.5)"),
+                                         ("[]", "-"), ("softmax (GD model)", "softmax (GD model)"), ("a|b", "a\\|b")])
+def test_a_measured_table_cell_is_shown_as_the_page_prints_numbers(cell, shown):
+    """Numbers in 4 significant digits, a per-seed list in 3 with its integers (steps) as they are, text as it is."""
+    assert scoreboard._table_cell(cell) == shown

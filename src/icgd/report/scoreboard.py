@@ -164,12 +164,13 @@ def _cell(value: Any) -> str:
 
 
 def _table_cell(text: str) -> str:
-    """A cell of a measured table: a number in 4 significant digits, a list of numbers as (a, b, ...) in 3,
-    anything else as it is (an empty cell stays empty)."""
+    """A cell of a measured table: a number in 4 significant digits, a list of numbers as (a, b, ...) in 3
+    (an integer as it is), anything else as it is (an empty cell stays empty)."""
     text = str(text).strip()
     if _LIST.match(text):
         items = [x.strip() for x in text[1:-1].split(",") if x.strip()]
-        return "(" + ", ".join(f"{_float(x):.3g}" for x in items) + ")" if items else "-"
+        return "(" + ", ".join(x if re.fullmatch(r"-?[0-9]+", x) else f"{_float(x):.3g}" for x in items) + ")" \
+            if items else "-"
     if text and not math.isnan(_float(text)) or text.lower() == "nan":
         return text if re.fullmatch(r"-?[0-9]+", text) else f"{_float(text):.4g}"
     return _cell(text)
