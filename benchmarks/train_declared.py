@@ -67,12 +67,12 @@ def _not_ahead(name: str) -> str:
     from icgd.experiments.runner import get_experiment
 
     exp = get_experiment(name)
+    if exp.trains_ahead:
+        return ""
     if exp.models is None:
         return "declares no models (it loads a pretrained model, or none)"
-    if not exp.pretrain:
-        return (f"trains its models inside the experiment (it measures them while they train): "
-                f"run `bash tools/fill_store.sh {name}` without WORKERS, or `icgd reproduce {name}`")
-    return ""
+    return (f"trains its models inside the experiment (it measures them while they train): "
+            f"run `bash tools/fill_store.sh {name}` without WORKERS, or `icgd reproduce {name}`")
 
 
 def _regex(text: str) -> str:

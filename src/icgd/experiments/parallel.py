@@ -50,7 +50,7 @@ def planned(experiments: list[str], out: Path, cache: Path, mode: Mode, seeds: l
     jobs: dict[Path, Job] = {}
     for name in experiments:
         exp = get_experiment(name)
-        if exp.models is None or not exp.pretrain:
+        if not exp.trains_ahead:
             continue
         ctx = ExperimentContext(out / name, cache, mode, exp.seeds(mode, seeds), device, True, dict(options or {}))
         for label, config in exp.models(ctx).items():

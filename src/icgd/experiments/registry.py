@@ -29,7 +29,7 @@ class DocTable:
     its suite shows, so that a source page links to it instead of typing its numbers (`icgd scoreboard`)."""
 
     name: str
-    #: what the table shows, in a sentence or two (the page adds the run's mode, commit and date)
+    #: what the table shows, in a sentence or two (the page's header gives the run's mode, commit and date)
     caption: str
     #: the columns shown, in this order (empty: every column the table has)
     columns: tuple[str, ...] = ()
@@ -62,6 +62,12 @@ class Experiment:
     retrains: str = ""
     #: the tables of this experiment that its suite's scoreboard page shows (`DocTable`)
     doc_tables: tuple[DocTable, ...] = ()
+
+    @property
+    def trains_ahead(self) -> bool:
+        """Whether its declared models can be trained before it runs (`icgd verify --workers`,
+        benchmarks/train_declared.py): it declares some, and does not measure them while they train."""
+        return self.models is not None and self.pretrain
 
     def seeds(self, mode: Mode, seeds: list[int] | None = None) -> list[int]:
         """The seeds this experiment runs with: `seeds` (checked) or its default for `mode`."""

@@ -32,6 +32,8 @@ INDEX = "index.md"
 _KEPT = ("suite", "mode", "quick", "model", "seconds", "claims", "models", "references", "not_run", "env")
 #: a table cell that is a list of numbers (a table's per-seed column, as the CSV writes it)
 _LIST = re.compile(r"^\[[-+0-9.eE, naNinfINF]*\]$")
+#: a table cell that is an integer (shown as it is, not in significant digits)
+_INT = re.compile(r"-?[0-9]+")
 
 
 # ------------------------------------------------------------------------------------------ recording
@@ -169,10 +171,10 @@ def _table_cell(text: str) -> str:
     text = str(text).strip()
     if _LIST.match(text):
         items = [x.strip() for x in text[1:-1].split(",") if x.strip()]
-        return "(" + ", ".join(x if re.fullmatch(r"-?[0-9]+", x) else f"{_float(x):.3g}" for x in items) + ")" \
+        return "(" + ", ".join(x if _INT.fullmatch(x) else f"{_float(x):.3g}" for x in items) + ")" \
             if items else "-"
     if text and not math.isnan(_float(text)) or text.lower() == "nan":
-        return text if re.fullmatch(r"-?[0-9]+", text) else f"{_float(text):.4g}"
+        return text if _INT.fullmatch(text) else f"{_float(text):.4g}"
     return _cell(text)
 
 
