@@ -244,6 +244,13 @@ def cmd_scoreboard(args: argparse.Namespace) -> int:
     return scoreboard(args)
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """`icgd compare SUITE BOARD ... --out PAGE`: one suite's claims across recorded runs, side by side."""
+    from icgd.report.commands import compare
+
+    return compare(args)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -501,6 +508,20 @@ def build_parser() -> argparse.ArgumentParser:
     sb.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 where a page differs from what the reports make")
     sb.set_defaults(func=cmd_scoreboard)
+    cp = sub.add_parser("compare", help="one suite's claims across several recorded runs, side by side",
+                        description="Make one Markdown page of a suite's claims across scoreboard folders (each "
+                                    "written by `icgd scoreboard`): a row per claim, a column per run, each cell "
+                                    "the measured value, interval and verdict of that run's report, with the bar "
+                                    "and the authors' number. The page records its inputs, so --check and "
+                                    "--update remake it from them.")
+    cp.add_argument("items", nargs="*", metavar="SUITE BOARD | PAGE",
+                    help="the suite, then the scoreboard folders in column order; with --check or --update, "
+                         "the pages")
+    cp.add_argument("--out", type=out_file, help="the page to write")
+    cp.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 where a page differs from what its recorded inputs make")
+    cp.add_argument("--update", action="store_true", help="remake each page from the inputs it records")
+    cp.set_defaults(func=cmd_compare)
     st = sub.add_parser("store", help="the model store: list, check or add trained models",
                         description="The trained models kept with the code (zoo/): full mode takes a model from "
                                     "it when its config equals the plan's. list: what it holds; missing: the "

@@ -121,6 +121,35 @@ def scoreboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def compare(args: argparse.Namespace) -> int:
+    """`icgd compare SUITE BOARD ... --out PAGE`, `--check PAGE ...`, `--update PAGE ...`: one suite's claims
+    across recorded runs (docs/store.md, "Comparing runs")."""
+    from icgd.report import compare as cmp
+
+    if args.check or args.update:
+        if args.out:
+            raise ValueError("--check and --update read the inputs each page records: give PAGE ..., no --out")
+        if not args.items:
+            raise ValueError("give the comparison pages to check or update (PAGE ...)")
+        if args.check:
+            stale = [page for page in args.items if cmp.stale(page)]
+            for page in stale:
+                print(f"{page}: not what `icgd compare` makes of the reports it names")
+            if not stale:
+                print(f"{len(args.items)} page{'' if len(args.items) == 1 else 's'}: what `icgd compare` makes")
+            return 1 if stale else 0
+        for page in args.items:
+            print(f"{page}: {'changed' if cmp.update(page) else 'unchanged'}")
+        return 0
+    if not args.out or len(args.items) < 2:
+        raise ValueError("give the suite, at least one scoreboard folder and --out PAGE "
+                         "(or --check / --update PAGE ...)")
+    suite, *boards = args.items
+    changed = cmp.write(suite, boards, args.out)
+    print(f"{args.out}: {'written' if changed else 'unchanged'} ({len(boards)} runs of {suite})")
+    return 0
+
+
 def _default_board() -> Any:
     """docs/scoreboard of the checkout the package runs from, else of the working directory."""
     from pathlib import Path
