@@ -152,6 +152,23 @@ def test_resume_gives_exactly_the_uninterrupted_run(tmp_path):
     assert env["compute_path"] == s_done["compute_path"] in ("compiled", "fused")
 
 
+def test_a_resumed_runs_time_is_the_whole_trainings(tmp_path):
+    """A resumed run's summary (and so the model store) gives the time of all its steps, not of the last call;
+    a checkpoint written before the earlier time was recorded gives an unknown total, never the part."""
+    cfg = _cfg(steps=40)
+    part = train(cfg, tmp_path / "part", stop_after=20)
+    first = part.summary["wall_seconds"]
+    done = train(out=tmp_path / "part", resume=True).summary
+    assert done["wall_seconds_this_call"] > 0
+    assert done["wall_seconds"] == pytest.approx(first + done["wall_seconds_this_call"], abs=0.05)
+    train(cfg, tmp_path / "old", stop_after=20)
+    tensors, meta = load_checkpoint(tmp_path / "old" / "checkpoint.safetensors")
+    meta.pop("wall_seconds")  # as checkpoints were written before 2026-11-30
+    save_checkpoint(tmp_path / "old" / "checkpoint.safetensors", tensors, meta)
+    old = train(out=tmp_path / "old", resume=True).summary
+    assert old["wall_seconds"] is None and old["wall_seconds_this_call"] > 0
+
+
 def _as_stopped_on_a_gpu(run: Path) -> None:
     """Rewrite a CPU run's checkpoint as the CUDA graph step writes it (one device generator's state instead of
     the CPU streams', no segments as before they existed) and its env.json as a GPU's."""

@@ -98,7 +98,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(s, indent=2))
     else:
-        print(f"run {s['name']}: {s['status']} after {s['steps']} steps in {s['wall_seconds']:.1f} s "
+        took = "in an unrecorded time" if s["wall_seconds"] is None else f"in {s['wall_seconds']:.1f} s"
+        print(f"run {s['name']}: {s['status']} after {s['steps']} steps {took} "
               f"({s['seed_steps_per_s']} seed-steps/s); {result.run_dir}")
         print(f"backend {s['backend']}: {s['backend_reason']}")
         ref = s["reference"]

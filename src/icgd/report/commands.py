@@ -43,14 +43,20 @@ def store(args: argparse.Namespace) -> int:
         return 0
     for m in models:
         e = m.entry
-        print(f"{m.key:<40} {e['device']:<9} {e['steps']:>7} steps  {(e.get('seconds') or 0) / 60:6.1f} min  "
+        print(f"{m.key:<40} {e['device']:<9} {e['steps']:>7} steps  {_minutes(e.get('seconds'))} min  "
               f"{e['commit'][:10]}" + ("  diverged (its record, no weights)" if e.get("status") == "diverged" else ""))
     for key, e in sorted(store.manifest["references"].items()):
-        print(f"{key:<40} reference {e['threads']} thr   {(e.get('seconds') or 0) / 60:6.1f} min  {e['commit'][:10]}")
+        print(f"{key:<40} reference {e['threads']} thr   {_minutes(e.get('seconds'))} min  {e['commit'][:10]}")
     for name, why in store.manifest["missing"].items():
         print(f"{name:<40} missing: {why}")
     print(f"{len(models)} models, {store.size() / 1e6:.1f} MB in {store.root}")
     return 0
+
+
+def _minutes(seconds: Any) -> str:
+    """Minutes in 6 characters; "?" where the time was not recorded (a run resumed from a checkpoint older
+    than the record of its earlier training time)."""
+    return f"{seconds / 60:6.1f}" if isinstance(seconds, (int, float)) else f"{'?':>6}"
 
 
 def _store_missing(store: Any) -> int:

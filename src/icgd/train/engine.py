@@ -287,10 +287,15 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
     # the weights at each evaluation (eval.keep_weights); a resumed run keeps those up to its checkpoint
     history = {k: v for k, v in run.read_weights().items() if k <= step} if config.eval.keep_weights else {}
     saved_step: list[int | str] = [step if ckpt is not None else "none"]
+    # the training time of the steps before the checkpoint resumed (None: a checkpoint written before this
+    # was recorded), so that a resumed run's summary, and the model store, give the whole training's time
+    earlier_s: float | None = 0.0 if ckpt is None else ckpt[1].get("wall_seconds")
 
     def checkpoint() -> None:
         meta = {"step": step, "optim_t": opt.t, "rows": rows, "acc": acc.tolist(), "acc_n": acc_n,
                 "seeds": config.seeds, "config_name": config.name, "icgd": __version__, "segments": segments}
+        if earlier_s is not None:
+            meta["wall_seconds"] = earlier_s + time.perf_counter() - t0
         tensors = {f"param.{k}": v for k, v in params.items()} | opt.state() | stream.state()
         save_checkpoint(run.checkpoint, tensors, meta)
         saved_step[0] = step
@@ -355,6 +360,9 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
         elapsed = time.perf_counter() - t0
         summary = _summary(config, rows, reference, step, status, elapsed, step - step0, stepper.backend, device) \
             | {"step_path": stepper.step_path, "segments": segments} | ({"diverged": diverged} if diverged else {})
+        if step0:  # resumed: the whole training's time where the checkpoint knew the earlier part
+            summary |= {"wall_seconds": None if earlier_s is None else round(earlier_s + elapsed, 3),
+                        "wall_seconds_this_call": round(elapsed, 3)}
         run.write_summary(summary)
     if flag:
         raise TrainingInterrupted(f"interrupted by signal {flag['sig']} at step {step}; checkpoint saved in "
