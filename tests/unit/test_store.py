@@ -142,6 +142,30 @@ def test_the_store_commands(stored, capsys):
     assert main(["store", "add", "--store", str(store.root)]) == 2  # nothing to add: one line, exit 2
 
 
+def test_a_resumed_training_is_stored_with_its_whole_time_or_none(tmp_path, capsys):
+    """The manifest's time of a training resumed from a checkpoint is the whole training's; where the checkpoint
+    predates that record it is None and `store list` shows "?", never the last call's part as the total."""
+    from icgd.cli import main
+    from icgd.train import train
+    from icgd.train.checkpoint import load_checkpoint, save_checkpoint
+
+    store = ModelStore(tmp_path / "zoo")
+    for name, old in (("whole", False), ("old", True)):
+        run = tmp_path / name
+        first = train(build_config(RAW | {"name": name}), run, quiet=True, stop_after=6).summary["wall_seconds"]
+        if old:
+            tensors, meta = load_checkpoint(run / "checkpoint.safetensors")
+            meta.pop("wall_seconds")
+            save_checkpoint(run / "checkpoint.safetensors", tensors, meta)
+        last = train(out=run, resume=True, quiet=True).summary["wall_seconds_this_call"]
+        entry = store.manifest["models"][store.add(run).key]
+        assert entry["seconds"] is None if old else entry["seconds"] == pytest.approx(first + last, abs=0.05)
+    capsys.readouterr()
+    assert main(["store", "list", "--store", str(store.root)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("old"))
+    assert "      ? min" in line, line
+
+
 def test_store_missing_sums_up_by_experiment(capsys):
     """`icgd store missing` ends with one line per experiment: how many of its models the store lacks."""
     import re
