@@ -231,25 +231,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 1 if args.strict and not all(c["passed"] or c["verdict"] == "untested" for c in report["claims"]) else 0
 
 
-def cmd_store(args: argparse.Namespace) -> int:
-    """`icgd store list | check | add RUN... | missing`: the model store (docs/store.md)."""
-    from icgd.report.commands import store
+def _in_commands(name: str) -> Any:
+    """The command `name` of `icgd.report.commands` (`icgd store`, `scoreboard`, `compare`: docs/store.md),
+    imported when it runs, so that the other commands do not load the report's modules."""
+    def run(args: argparse.Namespace) -> int:
+        from icgd.report import commands
 
-    return store(args)
-
-
-def cmd_scoreboard(args: argparse.Namespace) -> int:
-    """`icgd scoreboard [RUN ...] [--check]`: the generated verdict pages (docs/scoreboard)."""
-    from icgd.report.commands import scoreboard
-
-    return scoreboard(args)
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    """`icgd compare SUITE BOARD ... --out PAGE`: one suite's claims across recorded runs, side by side."""
-    from icgd.report.commands import compare
-
-    return compare(args)
+        return getattr(commands, name)(args)
+    return run
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -508,21 +497,17 @@ def build_parser() -> argparse.ArgumentParser:
     sb.add_argument("--dir", type=out_dir, help="the scoreboard folder (default: docs/scoreboard of the checkout)")
     sb.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 where a page differs from what the reports make")
-    sb.set_defaults(func=cmd_scoreboard)
+    sb.set_defaults(func=_in_commands("scoreboard"))
     cp = sub.add_parser("compare", help="one suite's claims across several recorded runs, side by side",
-                        description="Make one Markdown page of a suite's claims across scoreboard folders (each "
-                                    "written by `icgd scoreboard`): a row per claim, a column per run, each cell "
-                                    "the measured value, interval and verdict of that run's report, with the bar "
-                                    "and the authors' number. The page records its inputs, so --check and "
-                                    "--update remake it from them.")
-    cp.add_argument("items", nargs="*", metavar="SUITE BOARD | PAGE",
-                    help="the suite, then the scoreboard folders in column order; with --check or --update, "
-                         "the pages")
+                        description="One Markdown page of a suite's claims across scoreboard folders: a row per "
+                                    "claim, a column per run (measured value, interval, verdict), the bar and the "
+                                    "authors' number; the page records its inputs for --check and --update.")
+    cp.add_argument("items", nargs="*", metavar="SUITE BOARD | PAGE", help="the suite, then the scoreboard folders "
+                    "in column order; with --check or --update, the pages")
     cp.add_argument("--out", type=out_file, help="the page to write")
-    cp.add_argument("--check", action="store_true",
-                    help="write nothing; exit 1 where a page differs from what its recorded inputs make")
+    cp.add_argument("--check", action="store_true", help="write nothing; exit 1 where a page is not what it records makes")
     cp.add_argument("--update", action="store_true", help="remake each page from the inputs it records")
-    cp.set_defaults(func=cmd_compare)
+    cp.set_defaults(func=_in_commands("compare"))
     st = sub.add_parser("store", help="the model store: list, check or add trained models",
                         description="The trained models kept with the code (zoo/): full mode takes a model from "
                                     "it when its config equals the plan's. list: what it holds; missing: the "
@@ -533,7 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("action", choices=("list", "check", "add", "missing"))
     st.add_argument("runs", nargs="*", help="run directories (or fitted references' JSON files) to add")
     st.add_argument("--store", help="the store's folder (default $ICGD_STORE, else the checkout's zoo/)")
-    st.set_defaults(func=cmd_store)
+    st.set_defaults(func=_in_commands("store"))
     return parser
 
 

@@ -287,17 +287,17 @@ def train(config: TrainConfig | None = None, out: str | Path | None = None, devi
     # the weights at each evaluation (eval.keep_weights); a resumed run keeps those up to its checkpoint
     history = {k: v for k, v in run.read_weights().items() if k <= step} if config.eval.keep_weights else {}
     saved_step: list[int | str] = [step if ckpt is not None else "none"]
-    # the training time of the steps before the checkpoint resumed (None: a checkpoint written before this
-    # was recorded), so that a resumed run's summary, and the model store, give the whole training's time
-    earlier_s: float | None = 0.0 if ckpt is None else ckpt[1].get("wall_seconds")
+    # the training time of the steps before the checkpoint resumed (None: not recorded for it), so that a
+    # resumed run's summary, and the model store, give the whole training's time
+    earlier_s: float | None = 0.0 if ckpt is None else run.read_timing(step)
 
     def checkpoint() -> None:
         meta = {"step": step, "optim_t": opt.t, "rows": rows, "acc": acc.tolist(), "acc_n": acc_n,
                 "seeds": config.seeds, "config_name": config.name, "icgd": __version__, "segments": segments}
-        if earlier_s is not None:
-            meta["wall_seconds"] = earlier_s + time.perf_counter() - t0
         tensors = {f"param.{k}": v for k, v in params.items()} | opt.state() | stream.state()
         save_checkpoint(run.checkpoint, tensors, meta)
+        if earlier_s is not None:
+            run.write_timing(step, earlier_s + time.perf_counter() - t0)
         saved_step[0] = step
 
     flag: dict[str, int] = {}

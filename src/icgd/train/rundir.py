@@ -1,5 +1,6 @@
 """Run directories: config.yaml, env.json, reference.json, metrics.parquet, checkpoint.safetensors (+ .json),
-summary.json, and weights.safetensors where the config keeps the weights at each evaluation.
+summary.json, and weights.safetensors where the config keeps the weights at each evaluation; timing.json, the
+training time up to the checkpoint.
 
 The metrics (one row per evaluation step and seed) are written as Parquet (typed columns, exact floats) by
 pyarrow; run directories written before keep their metrics.csv, which every reader falls back to."""
@@ -39,6 +40,9 @@ class RunDir:
         self.env = path / "env.json"
         self.reference = path / "reference.json"
         self.weights = path / "weights.safetensors"
+        #: the training time up to the checkpoint, beside it and not in it (the checkpoint stays bit-for-bit
+        #: the same across reruns)
+        self.timing = path / "timing.json"
 
     @classmethod
     def create(cls, path: str | Path) -> "RunDir":
@@ -94,6 +98,19 @@ class RunDir:
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_json(self.summary, summary)
+
+    def write_timing(self, step: int, wall_seconds: float) -> None:
+        write_json(self.timing, {"step": step, "wall_seconds": wall_seconds})
+
+    def read_timing(self, step: int) -> float | None:
+        """The training time up to the checkpoint at `step` (timing.json), None where it was not recorded for
+        that step (a run from before the record, or one stopped between the checkpoint and its timing)."""
+        try:
+            timing = json.loads(self.timing.read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
+        ok = isinstance(timing, dict) and timing.get("step") == step and isinstance(timing.get("wall_seconds"), (int, float))
+        return float(timing["wall_seconds"]) if ok else None
 
     def read_summary(self) -> dict[str, Any] | None:
         """summary.json (None where there is none or it cannot be read: a resume rebuilds it)."""
