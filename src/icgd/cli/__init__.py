@@ -505,7 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("items", nargs="*", metavar="SUITE BOARD | PAGE", help="the suite, then the scoreboard folders "
                     "in column order; with --check or --update, the pages")
     cp.add_argument("--out", type=out_file, help="the page to write")
-    cp.add_argument("--check", action="store_true", help="write nothing; exit 1 where a page is not what it records makes")
+    cp.add_argument("--check", action="store_true", help="write nothing; exit 1 where a page is not what its recorded inputs make")
     cp.add_argument("--update", action="store_true", help="remake each page from the inputs it records")
     cp.set_defaults(func=_in_commands("compare"))
     st = sub.add_parser("store", help="the model store: list, check or add trained models",
