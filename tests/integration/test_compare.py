@@ -49,6 +49,12 @@ def test_each_claim_is_a_row_and_each_run_a_column(two_runs):
                f"{compare._num(row['interval'][1])}] {row['verdict']}" if row.get("interval") else row["verdict"]
         assert line.count(cell) == 2, (line, cell)  # the same report in both columns
     assert "[../a](../a/template.md)" in text and "[../b](../b/template.md)" in text
+    sourced = [r for r in report["claims"] if r.get("reference") is not None and r.get("reference_source")]
+    assert sourced  # the template suite's report carries an authors' number with its source
+    origins = text.split("## Where the authors' numbers come from", 1)[1]
+    for r in sourced:
+        assert f"- `{r['id']}`: {compare._cell(r['reference_source'])}" in origins  # once, not once per run
+        assert origins.count(f"- `{r['id']}`:") == 1
 
 
 def test_a_changed_number_makes_the_page_stale_and_update_remakes_it(two_runs, capsys):

@@ -118,12 +118,15 @@ def _claim_row(claim_id: str, runs: list[tuple[str, dict[str, Any]]]) -> dict[st
     """A claim's bar, its authors' number(s) and one cell per run ("-" where the run's report lacks it)."""
     found = [next((r for r in report["claims"] if r.get("id") == claim_id), None) for _, report in runs]
     first = next(r for r in found if r is not None)
-    references = []
+    references, sources = [], []
     for r in found:
         if r is not None and r.get("reference") is not None and _num(r["reference"]) not in references:
             references.append(_num(r["reference"]))
+            if r.get("reference_source"):
+                sources.append(_cell(r["reference_source"]))
     return {"id": claim_id, "where": _cell(first.get("source", "")), "bar": _cell(first.get("threshold", "")),
-            "reference": " / ".join(references) or "-", "cells": [_result(r) for r in found]}
+            "reference": " / ".join(references) or "-", "reference_sources": sources,
+            "cells": [_result(r) for r in found]}
 
 
 def _result(r: dict[str, Any] | None) -> str:
