@@ -13,14 +13,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from icgd.core.io import write_text
-from icgd.core.verdict import VERDICTS, verdict_of_row
 from icgd.report.runs import ReportError, _num
-from icgd.report.scoreboard import _cell, _command, _duration, _template
+from icgd.report.scoreboard import _cell, _command, _row, _suite_view, _template
 
 #: the page's second line: the inputs it was made from, as JSON
 _INPUTS = re.compile(r"^<!-- icgd compare inputs: (\{.*\}) -->$")
@@ -51,7 +49,8 @@ def render(suite: str, boards: list[str | Path], page: str | Path) -> str:
     ids: list[str] = []
     for _, report in runs:
         ids += [r["id"] for r in report["claims"] if r.get("id") not in ids]
-    rows = {kind: [_claim_row(i, runs) for i in ids if _kind(i, runs) == kind] for kind in ("claim", "check")}
+    all_rows = [_claim_row(i, runs) for i in ids]
+    rows = {kind: [r for r in all_rows if r["kind"] == kind] for kind in ("claim", "check")}
     inputs = json.dumps({"suite": suite, "boards": [folder for folder, _ in runs]})
     from icgd.experiments.catalog import load_sources
 
@@ -109,13 +108,8 @@ def _relative(path: Path, start: Path) -> str:
     return Path(os.path.relpath(path.resolve(), start.resolve())).as_posix()
 
 
-def _kind(claim_id: str, runs: list[tuple[str, dict[str, Any]]]) -> str:
-    row = next(r for _, report in runs for r in report["claims"] if r.get("id") == claim_id)
-    return "check" if row.get("kind") == "check" else "claim"
-
-
 def _claim_row(claim_id: str, runs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    """A claim's bar, its authors' number(s) and one cell per run ("-" where the run's report lacks it)."""
+    """A claim's kind, bar, its authors' number(s) and one cell per run ("-" where the run's report lacks it)."""
     found = [next((r for r in report["claims"] if r.get("id") == claim_id), None) for _, report in runs]
     first = next(r for r in found if r is not None)
     references, sources = [], []
@@ -124,32 +118,27 @@ def _claim_row(claim_id: str, runs: list[tuple[str, dict[str, Any]]]) -> dict[st
             references.append(_num(r["reference"]))
             if r.get("reference_source"):
                 sources.append(_cell(r["reference_source"]))
-    return {"id": claim_id, "where": _cell(first.get("source", "")), "bar": _cell(first.get("threshold", "")),
+    return {"id": claim_id, "kind": "check" if first.get("kind") == "check" else "claim",
+            "where": _cell(first.get("source", "")), "bar": _cell(first.get("threshold", "")),
             "reference": " / ".join(references) or "-", "reference_sources": sources,
             "cells": [_result(r) for r in found]}
 
 
 def _result(r: dict[str, Any] | None) -> str:
+    """A cell: the measured value, interval and verdict as the scoreboard's pages write them (`_row`)."""
     if r is None:
         return "-"
-    verdict = verdict_of_row(r).value
-    if r.get("measured") is None or _num(r["measured"]) == "nan":
-        return verdict
-    interval = r.get("interval")
-    return _num(r["measured"]) + (f" [{_num(interval[0])}, {_num(interval[1])}]" if interval else "") \
-        + f" {verdict}"
+    row = _row(r, set())
+    if row["measured"] == "-":
+        return row["verdict"]
+    return row["measured"] + ("" if row["interval"] == "-" else f" {row['interval']}") + f" {row['verdict']}"
 
 
 def _run_view(folder: str, report: dict[str, Any]) -> dict[str, str]:
-    env = report.get("env") or {}
-    claims = [r for r in report["claims"] if r.get("kind") != "check"]
-    tally = Counter(verdict_of_row(r) for r in claims)
-    return {"folder": folder, "label": _label(report), "command": _cell(_command(env.get("command"))),
-            "mode": report.get("mode") or ("quick" if report.get("quick") else "full"),
-            "commit": str(env.get("commit") or "not recorded")[:10],
-            "date": str(env.get("finished") or env.get("started") or "")[:10] or "not recorded",
-            "seconds": _duration(report.get("seconds")),
-            "tally": ", ".join(f"{tally.get(v, 0)} {v.value}" for v in VERDICTS)}
+    """A run's line: what the scoreboard's page of it says in its header (`_suite_view`)."""
+    view = _suite_view(report)
+    return {"folder": folder, "label": _label(report), "command": _cell(view["command"]), "mode": view["mode"],
+            "commit": view["commit"][:10], "date": view["date"], "seconds": view["seconds"], "tally": view["tally"]}
 
 
 def _label(report: dict[str, Any]) -> str:
