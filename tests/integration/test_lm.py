@@ -130,6 +130,9 @@ def test_dai_suite_measures_every_claim(dai_smoke):
             assert low <= high and (c["verdict"] == "inconclusive") == (holds[0] != holds[1]), c
     assert (out / "dai-icl-vs-ft" / "report.md").is_file()
     assert (out / "dai-icl-vs-ft" / "layers_bbc-news.png").is_file()
+    # a fresh run made every stage of its study, read none, and its report says so
+    assert results["bbc-news.stages_made"] > 0 and results["bbc-news.stages_read"] == 0
+    assert f"made {results['bbc-news.stages_made']} in" in (out / "dai-icl-vs-ft" / "report.md").read_text()
 
 
 def test_dai_controls_recomputed_from_their_tables(dai_smoke):

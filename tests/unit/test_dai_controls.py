@@ -390,3 +390,32 @@ def test_a_bad_choice_of_controls_fails_before_the_model_loads():
                             {"controls": ("untrained", "untrained-io"), "model": "/nonexistent.gguf"}, create=False)
     with pytest.raises(ValueError, match="two builds of one control"):
         get_experiment("dai-icl-vs-ft").fn(ctx)
+
+
+def test_the_stage_cache_says_what_a_run_read_and_what_those_stages_cost(tmp_path):
+    """A run resumed from the stage cache costs less than the study: the cache records each stage's time beside
+    it and tallies what one run read and made, so the report can say so (a stage saved before the records:
+    its time unknown, never 0)."""
+    from icgd.sources.dai.study import StageCache
+
+    key = {"task": "t", "model": "m"}
+    first = StageCache(tmp_path, key)
+    assert first.get("a", lambda: torch.ones(2)).sum() == 2 and first.get("b", lambda: torch.zeros(1)).sum() == 0
+    made = first.tally()
+    assert (made["stages_read"], made["stages_made"], made["stage_seconds_read"]) == (0, 2, 0)
+    assert made["stage_seconds_made"] >= 0
+
+    second = StageCache(tmp_path, key)
+    def fail():
+        raise AssertionError("a saved stage was computed again")
+    assert second.get("a", fail).sum() == 2 and second.get("c", lambda: torch.ones(1)).sum() == 1
+    t = second.tally()
+    assert (t["stages_read"], t["stages_made"]) == (1, 1)
+    recorded = float((first.dir / "a.seconds").read_text())
+    assert t["stage_seconds_read"] == round(recorded, 3)
+
+    (first.dir / "b.seconds").unlink()  # saved before stage times were recorded
+    third = StageCache(tmp_path, key)
+    third.get("a", fail), third.get("b", fail)
+    assert third.tally()["stage_seconds_read"] is None and third.tally()["stages_read"] == 2
+    assert StageCache(None, key).get("a", lambda: torch.ones(3)).sum() == 3  # no directory: nothing saved

@@ -125,11 +125,17 @@ MEASURES = ("simaou_ft", "simaou_random", "simaou_random_normal", "simam_before"
 
 
 class StageCache:
-    """Saved stages of one study (torch files, written atomically); no directory: nothing is saved."""
+    """Saved stages of one study (torch files, written atomically); no directory: nothing is saved.
+
+    Each stage's computing time goes beside it (`NAME.seconds`), and the cache counts what one run read and
+    made (`tally`): a run resumed from the cache takes less than the study costs, and its report says how much
+    of the study it read (a stage saved before these records: its time unknown, `None`)."""
 
     def __init__(self, root: Path | None, key: dict[str, Any]):
         text = json.dumps(key, sort_keys=True, default=str)
         self.dir = None if root is None else Path(root) / f"{key['task']}-{fingerprint(text)}"
+        self.read: dict[str, float | None] = {}  # stage -> its recorded seconds, read from the cache
+        self.made: dict[str, float] = {}  # stage -> seconds, computed by this run
         if self.dir is not None:
             self.dir.mkdir(parents=True, exist_ok=True)
             write_text(self.dir / "key.json", text)
@@ -138,14 +144,29 @@ class StageCache:
         path = None if self.dir is None else self.dir / f"{name}.pt"
         if path is not None and path.is_file():
             try:
-                return torch.load(path, weights_only=True)
+                value = torch.load(path, weights_only=True)
             except Exception:  # noqa: BLE001 - a file cut short by a crash is computed again
                 path.unlink()
+            else:
+                timing = path.with_suffix(".seconds")
+                self.read[name] = float(timing.read_text()) if timing.is_file() else None
+                return value
+        t0 = time.perf_counter()
         value = make()
+        self.made[name] = time.perf_counter() - t0
         if path is not None:
             with atomic_path(path) as tmp:
                 torch.save(value, tmp)
+            write_text(path.with_suffix(".seconds"), f"{self.made[name]:.3f}\n")
         return value
+
+    def tally(self) -> dict[str, Any]:
+        """What this run read from the cache and made: counts, and the seconds the read stages took when they
+        were made (`None` where a read stage has no record)."""
+        known = list(self.read.values())
+        return {"stages_read": len(self.read), "stages_made": len(self.made),
+                "stage_seconds_made": round(sum(self.made.values()), 3),
+                "stage_seconds_read": None if None in known else round(sum(known), 3)}
 
 
 def _scored_dict(s: Scored) -> dict[str, Any]:
@@ -241,6 +262,7 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
                        q_test=q_test, labels=labels, start=start, zsl=zsl, progress=progress)
     summary |= ctl["summary"]
     summary["bootstrap"] |= ctl["bootstrap"]
+    summary |= store.tally()  # how much of the study this run read from the cache, and its time then
     return {"queries": rows, "layers": layer_rows, "summary": summary, "lr_selection": selection,
             "untrained": ctl["untrained"], "orders": ctl["orders"], "lcgd": ctl["lcgd"]}
 
