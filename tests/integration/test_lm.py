@@ -131,8 +131,9 @@ def test_dai_suite_measures_every_claim(dai_smoke):
     assert (out / "dai-icl-vs-ft" / "report.md").is_file()
     assert (out / "dai-icl-vs-ft" / "layers_bbc-news.png").is_file()
     # a fresh run made every stage of its study, read none, and its report says so
-    assert results["bbc-news.stages_made"] > 0 and results["bbc-news.stages_read"] == 0
-    assert f"made {results['bbc-news.stages_made']} in" in (out / "dai-icl-vs-ft" / "report.md").read_text()
+    made = results["stages"]["bbc-news"]
+    assert made["stages_made"] > 0 and made["stages_read"] == 0
+    assert f"made {made['stages_made']} in" in (out / "dai-icl-vs-ft" / "report.md").read_text()
 
 
 def test_dai_controls_recomputed_from_their_tables(dai_smoke):
@@ -263,7 +264,11 @@ def test_dai_rerun_reads_the_cache(dai_smoke, smollm, monkeypatch):
     out, _ = dai_smoke
     first = json.loads((out / "dai-icl-vs-ft" / "results.json").read_text())
     again = run_experiment("dai-icl-vs-ft", out / "again", cache=out / "_train", smoke=True, options={"model": smollm})
-    # the run's time and provenance (its start and end, the command) differ; every number must not
-    same = [json.dumps({k: v for k, v in r.items() if k not in ("seconds", "provenance")}, sort_keys=True)
+    # the run's time, provenance (its start and end, the command) and account of the stage cache differ;
+    # every number must not
+    same = [json.dumps({k: v for k, v in r.items() if k not in ("seconds", "provenance", "stages")}, sort_keys=True)
             for r in (again, first)]
     assert same[0] == same[1]  # compared as JSON text: nan equals nan there
+    made, read = first["stages"]["bbc-news"], again["stages"]["bbc-news"]  # the second read what the first made
+    assert (read["stages_made"], read["stages_read"]) == (0, made["stages_made"])
+    assert read["stage_seconds_read"] == pytest.approx(made["stage_seconds_made"], abs=0.01)

@@ -21,6 +21,9 @@ from icgd.sources.dai.keys import (BOOTSTRAP, CONTROL_KEYS, DATASET, DATASETS, K
                                     PREMISE_KEPT)
 
 SOURCE = "source 003"
+#: results key: per data set, what this call made and read from the stage cache (`StageCache.tally`); an
+#: account of the call like its time, not a measured number (a rerun from the cache differs here only)
+STAGES = "stages"
 #: the smallest packaged model where ICL beats ZSL on BBC News and the tweets (`icgd reproduce dai-premise --quick`:
 #: SmolLM2-135M fails on both, Qwen2.5-Coder-0.5B on BBC News; docs/sources/dai.md)
 DEFAULT_MODEL = "gemma3-270m"
@@ -108,6 +111,7 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
     ctx.result("config", cfg.model_dump(mode="json"))
     ctx.result(DATASETS, [t.name for t in tasks])
     queries, layers, summaries, selection, untrained, lcgd, orders = [], [], [], [], [], [], []
+    stages = ctx.result(STAGES, {})  # per data set: what this call made and read from the stage cache
     for task in tasks:
         name = task.name
         r = compare(lm, task, cfg, cache=ctx.cache / f"dai-{model.replace('/', '_')}", progress=not ctx.quiet)
@@ -118,6 +122,7 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
         lcgd += r["lcgd"]
         orders += r["orders"]
         summaries.append(r["summary"])
+        stages[name] = r["stages"]
         for k, v in r["summary"].items():
             if k not in ("dataset", "bootstrap"):
                 ctx.result(DATASET.format(dataset=name, key=k), v)
@@ -322,12 +327,13 @@ def _report(ctx: ExperimentContext, model: str, summaries: list[dict[str, Any]])
                        f"accuracy over orders: ICL {s['order_icl_accuracy_mean']:.3f} +- {s['order_icl_accuracy_std']:.3f}, "
                        f"SGD {s['order_sgd_accuracy_mean']:.3f} +- {s['order_sgd_accuracy_std']:.3f}, GD "
                        f"{s['order_gd_accuracy_mean']:.3f} +- {s['order_gd_accuracy_std']:.3f}")
-        if "stages_read" in s:  # the study's cost: a run resumed from the stage cache made only part of it
-            earlier = ("time unknown: saved before stage times were recorded" if s["stage_seconds_read"] is None
-                       else f"made in {s['stage_seconds_read'] / 60:.1f} min by an earlier call")
+        if d in ctx.results.get(STAGES, {}):  # the study's cost: a run resumed from the cache made only part of it
+            t = ctx.results[STAGES][d]
+            earlier = ("time unknown: saved before stage times were recorded" if t["stage_seconds_read"] is None
+                       else f"made in {t['stage_seconds_read'] / 60:.1f} min by an earlier call")
             ctx.report(f"{d}: the study's stages, made by this call or read from the stage cache (--cache)",
-                       f"made {s['stages_made']} in {s['stage_seconds_made'] / 60:.1f} min; read {s['stages_read']}"
-                       + (f" ({earlier})" if s["stages_read"] else ""))
+                       f"made {t['stages_made']} in {t['stage_seconds_made'] / 60:.1f} min; read {t['stages_read']}"
+                       + (f" ({earlier})" if t["stages_read"] else ""))
     for d, rows in itertools.groupby(beside_paper(summaries), key=lambda r: r["dataset"]):
         ctx.report(f"{d}: beside the paper's {d} column (GPT 2.7B; its validation set, ours a test split)",
                    "; ".join(f"{r['measure']} {r['ours']:.3g} (paper {r['paper_gpt_2.7b']:.3g})" for r in rows))

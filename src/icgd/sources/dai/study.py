@@ -262,9 +262,9 @@ def compare(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
                        q_test=q_test, labels=labels, start=start, zsl=zsl, progress=progress)
     summary |= ctl["summary"]
     summary["bootstrap"] |= ctl["bootstrap"]
-    summary |= store.tally()  # how much of the study this run read from the cache, and its time then
     return {"queries": rows, "layers": layer_rows, "summary": summary, "lr_selection": selection,
-            "untrained": ctl["untrained"], "orders": ctl["orders"], "lcgd": ctl["lcgd"]}
+            "untrained": ctl["untrained"], "orders": ctl["orders"], "lcgd": ctl["lcgd"],
+            "stages": store.tally()}  # this call's account (what it read from the cache), not a measured number
 
 
 def select_lr(rows: list[dict[str, Any]], dataset: str) -> float:
