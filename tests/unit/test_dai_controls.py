@@ -418,4 +418,7 @@ def test_the_stage_cache_says_what_a_run_read_and_what_those_stages_cost(tmp_pat
     third = StageCache(tmp_path, key)
     third.get("a", fail), third.get("b", fail)
     assert third.tally()["stage_seconds_read"] is None and third.tally()["stages_read"] == 2
+    (first.dir / "b.seconds").write_text("garbled")  # unreadable: unknown too, and the stage is still read
+    fourth = StageCache(tmp_path, key)
+    assert fourth.get("b", fail).sum() == 0 and fourth.tally()["stage_seconds_read"] is None
     assert StageCache(None, key).get("a", lambda: torch.ones(3)).sum() == 3  # no directory: nothing saved

@@ -148,8 +148,7 @@ class StageCache:
             except Exception:  # noqa: BLE001 - a file cut short by a crash is computed again
                 path.unlink()
             else:
-                timing = path.with_suffix(".seconds")
-                self.read[name] = float(timing.read_text()) if timing.is_file() else None
+                self.read[name] = _recorded_seconds(path.with_suffix(".seconds"))
                 return value
         t0 = time.perf_counter()
         value = make()
@@ -167,6 +166,15 @@ class StageCache:
         return {"stages_read": len(self.read), "stages_made": len(self.made),
                 "stage_seconds_made": round(sum(self.made.values()), 3),
                 "stage_seconds_read": None if None in known else round(sum(known), 3)}
+
+
+def _recorded_seconds(path: Path) -> float | None:
+    """A stage's recorded time; `None` where there is none (saved before the records, or a crash between the
+    stage and its time) or it is unreadable: unknown, never taken as 0."""
+    try:
+        return float(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _scored_dict(s: Scored) -> dict[str, Any]:
