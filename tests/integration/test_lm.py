@@ -183,6 +183,15 @@ def test_dai_premise_per_model_and_data_set(smollm, tmp_path):
     assert low <= high
     assert res["smallest_model_where_premise_holds"] == ("smollm2-135m" if low > 0 else None)
     assert (out / "premise.png").is_file()
+    made = res["stages"]["smollm2-135m.bbc-news"]  # ZSL and one ICL stage per seed, all made by this call
+    assert (made["stages_made"], made["stages_read"]) == (3, 0)
+    # a second call with the same cache reads every stage, gives the same premise and says so in its report
+    run_experiment("dai-premise", tmp_path / "again", cache=tmp_path / "_train", smoke=True,
+                   options={"model": smollm, "data": ["bbc-news"]})
+    again = json.loads((tmp_path / "again" / "results.json").read_text())
+    assert again["stages"]["smollm2-135m.bbc-news"]["stages_read"] == 3
+    assert again["smollm2-135m.bbc-news.premise"] == res["smollm2-135m.bbc-news.premise"]
+    assert "made 0 in 0.0 min; read 3 (made in" in (tmp_path / "again" / "report.md").read_text()
 
 
 def test_lr_selection_table_where_no_chosen_rate_raised_its_loss(dai_smoke):

@@ -113,6 +113,39 @@ def test_a_declared_table_is_on_the_page_from_its_csv(tmp_path, capsys, monkeypa
     assert not (tmp_path / "c").exists() or not list((tmp_path / "c").iterdir())
 
 
+def test_a_run_resumed_from_its_stage_cache_says_what_the_whole_study_cost(tmp_path, capsys):
+    """A study that keeps a stage cache (source 003's) records per experiment what the call made and read
+    (results key "stages"); the page sums them beside the call's time, says where a read stage's time is
+    unknown, and refuses a malformed account with one line and exit 2, writing nothing."""
+    from icgd.cli import main
+
+    assert main(["verify", "template", "--smoke", "--quiet", "--out", str(tmp_path / "run")]) == 0
+    capsys.readouterr()
+    results = tmp_path / "run" / "template-gd-step" / "results.json"
+    plain = json.loads(results.read_text())
+
+    def account(**parts):
+        results.write_text(json.dumps(plain | {"stages": parts}))
+
+    tally = {"stages_made": 3, "stages_read": 5, "stage_seconds_made": 600.0, "stage_seconds_read": 6600.0}
+    account(a=tally, b=tally | {"stages_made": 1, "stage_seconds_made": 60.0, "stages_read": 0,
+                                "stage_seconds_read": 0.0})
+    assert main(["scoreboard", str(tmp_path / "run"), "--dir", str(tmp_path / "b")]) == 0
+    page = (tmp_path / "b" / "template.md").read_text()
+    assert ("this call made 4 (11.0 min) and read 5 from the stage cache (`--cache`), made in 110.0 min by "
+            "earlier calls; the study's computing time 2.0 h in all.") in page, page
+    account(a=tally | {"stage_seconds_read": None})  # saved before the stage times were recorded
+    assert main(["scoreboard", str(tmp_path / "run"), "--dir", str(tmp_path / "b")]) == 0
+    page = (tmp_path / "b" / "template.md").read_text()
+    assert "read 5 from the stage cache (`--cache`) (their time not recorded" in page and "in all" not in page
+    for bad in ({"stages_made": 3}, tally | {"stages_made": "3"}, tally | {"stage_seconds_made": None}, 7):
+        account(a=bad)
+        assert main(["scoreboard", str(tmp_path / "run"), "--dir", str(tmp_path / "c")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "malformed stage-cache account" in err, err
+        assert not (tmp_path / "c").exists() or not list((tmp_path / "c").iterdir())
+
+
 @pytest.mark.parametrize("bad", ["missing", "not-a-run", "not-a-report"])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, bad):
     from icgd.cli import main

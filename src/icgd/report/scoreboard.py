@@ -47,6 +47,13 @@ def record(run: str | Path, board: str | Path) -> Path:
     if isinstance(profile, dict):
         report["profile"] = {k: v for k, v in profile.items() if k != "rows"}
     report["tables"] = _doc_tables(loaded)
+    # a study resumed from its stage cache (source 003's): the call's time is part of the study's; keep the
+    # experiments' accounts of what they made and read, so the page can say what the whole study cost
+    stages = {name: exp.results["stages"] for name, exp in loaded.experiments.items()
+              if isinstance(exp.results, dict) and "stages" in exp.results}
+    if stages:
+        _stage_totals(stages, f"{loaded.path}")  # a malformed account: refused here, before anything is written
+        report["stages"] = stages
     board = Path(board)
     if board.exists() and not board.is_dir():
         raise ReportError(f"{board}: not a folder (the scoreboard is a folder of reports and pages)")
@@ -205,6 +212,7 @@ def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
                   + (f", {env['threads']} threads" if env.get("threads") else ""),
         "versions": ", ".join(f"{k} {env[k]}" for k in ("icgd", "torch", "python") if env.get(k)),
         "seconds": _duration(report.get("seconds")),
+        "stages": _stages_text(report.get("stages"), f"{report['suite']}.json"),
         "tally": ", ".join(f"{tally.get(v, 0)} {v.value}" for v in VERDICTS),
         "counts": {v.value: tally.get(v, 0) for v in VERDICTS},
         "n_claims": len(claims),
@@ -232,6 +240,40 @@ def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
         "not_run": [{"experiment": n["experiment"], "models": ", ".join(n["models"]), "minutes": _num(n["minutes"])}
                     for n in report.get("not_run") or []],
     }
+
+
+def _stage_totals(stages: Any, where: str) -> dict[str, Any]:
+    """The experiments' stage-cache accounts ({experiment: {part: StageCache.tally}}) summed: stages made and
+    read, the seconds they took (`None` for the read ones where any has no recorded time). Raises ReportError
+    for an account that is not one."""
+    keys = ("stages_made", "stages_read", "stage_seconds_made", "stage_seconds_read")
+    total: dict[str, Any] = dict.fromkeys(keys, 0)
+    parts = [t for per in stages.values() for t in per.values()] if isinstance(stages, dict) \
+        and all(isinstance(per, dict) for per in stages.values()) else None
+    for t in parts if parts is not None else [None]:
+        if not isinstance(t, dict) or any(k not in t for k in keys) \
+                or any(not isinstance(t[k], (int, float)) or isinstance(t[k], bool) or t[k] < 0
+                       for k in keys if t[k] is not None or k != "stage_seconds_read"):
+            raise ReportError(f"{where}: a malformed stage-cache account ('stages': "
+                              f"{{experiment: {{part: {{{', '.join(keys)}}}}}}})")
+        for k in keys:
+            total[k] = None if total[k] is None or t[k] is None else total[k] + t[k]
+    return total
+
+
+def _stages_text(stages: Any, where: str) -> str:
+    """What the page says of a run's stage cache: "" where the run kept no account."""
+    if not stages:
+        return ""
+    t = _stage_totals(stages, where)
+    read = t["stage_seconds_read"]
+    earlier = "" if not t["stages_read"] else \
+        " (their time not recorded: saved before stage times were)" if read is None \
+        else f", made in {_duration(read)} by earlier calls"
+    whole = "" if read is None or not t["stages_read"] \
+        else f"; the study's computing time {_duration(t['stage_seconds_made'] + read)} in all"
+    return (f"Of its study's stages, this call made {t['stages_made']} ({_duration(t['stage_seconds_made'])}) "
+            f"and read {t['stages_read']} from the stage cache (`--cache`){earlier}{whole}.")
 
 
 def _origin(m: dict[str, Any]) -> dict[str, str]:

@@ -274,6 +274,7 @@ def _report(ctx: ExperimentContext, model: str, summaries: list[dict[str, Any]])
         return f"{s[k]:{f}} (seeds: {s[k + '_mean']:{f}} +- {s[k + '_std']:{f}})"
 
     from icgd.sources.dai.premise_study import premise_holds
+    from icgd.sources.dai.study import stages_text
 
     for s in summaries:
         d = s["dataset"]
@@ -327,12 +328,9 @@ def _report(ctx: ExperimentContext, model: str, summaries: list[dict[str, Any]])
                        f"accuracy over orders: ICL {s['order_icl_accuracy_mean']:.3f} +- {s['order_icl_accuracy_std']:.3f}, "
                        f"SGD {s['order_sgd_accuracy_mean']:.3f} +- {s['order_sgd_accuracy_std']:.3f}, GD "
                        f"{s['order_gd_accuracy_mean']:.3f} +- {s['order_gd_accuracy_std']:.3f}")
-        t = ctx.results[STAGES][d]  # the study's cost: a run resumed from the cache made only part of it
-        earlier = ("time unknown: saved before stage times were recorded" if t["stage_seconds_read"] is None
-                   else f"made in {t['stage_seconds_read'] / 60:.1f} min by an earlier call")
+        # the study's cost: a run resumed from the cache made only part of it
         ctx.report(f"{d}: the study's stages, made by this call or read from the stage cache (--cache)",
-                   f"made {t['stages_made']} in {t['stage_seconds_made'] / 60:.1f} min; read {t['stages_read']}"
-                   + (f" ({earlier})" if t["stages_read"] else ""))
+                   stages_text(ctx.results[STAGES][d]))
     for d, rows in itertools.groupby(beside_paper(summaries), key=lambda r: r["dataset"]):
         ctx.report(f"{d}: beside the paper's {d} column (GPT 2.7B; its validation set, ours a test split)",
                    "; ".join(f"{r['measure']} {r['ours']:.3g} (paper {r['paper_gpt_2.7b']:.3g})" for r in rows))

@@ -18,7 +18,7 @@ from icgd.core.io import atomic_path
 from icgd.experiments.common import size
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.results.figures import subplots
-from icgd.sources.dai.icl_vs_ft import N_DEMOS, N_TEST, SOURCE
+from icgd.sources.dai.icl_vs_ft import N_DEMOS, N_TEST, SOURCE, STAGES
 
 #: result keys: "{model}.{dataset}.premise" (ICL mean minus ZSL), "{model}.{dataset}.premise_interval"
 PREMISE_AT = "{model}.{dataset}.premise"
@@ -48,7 +48,7 @@ def dai_premise(ctx: ExperimentContext) -> None:
     from icgd.data.text import load_task
     from icgd.lm.models import LM, check, load_lm
     from icgd.sources.dai.premise_study import premise
-    from icgd.sources.dai.study import DaiConfig
+    from icgd.sources.dai.study import DaiConfig, stages_text
 
     names = tuple(ctx.options.get("data") or ("bbc-news", "tweets"))
     tasks = [load_task(n) for n in names]  # a bad data set fails before any model loads
@@ -63,6 +63,7 @@ def dai_premise(ctx: ExperimentContext) -> None:
                                                                "bootstrap", "metric_seed"}))
     ctx.result("datasets", list(names))
     rows, summaries = [], []
+    stages = ctx.result(STAGES, {})  # per "{model}.{dataset}": what this call made and read from the stage cache
     for m in todo:
         lm = m if isinstance(m, LM) else load_lm(m, device=ctx.device)
         for task in tasks:
@@ -72,6 +73,7 @@ def dai_premise(ctx: ExperimentContext) -> None:
             rows += [{"model": lm.name} | q for q in r["queries"]]
             ctx.result(PREMISE_AT.format(model=lm.name, dataset=task.name), s["premise"])
             ctx.result(INTERVAL_AT.format(model=lm.name, dataset=task.name), [s["premise_low"], s["premise_high"]])
+            stages[f"{lm.name}.{task.name}"] = r["stages"]
         del lm
     tab = pd.DataFrame(summaries)
     holds = tab.groupby("model", sort=False).agg(holds=("holds", "all"), parameters=("parameters", "first"))
@@ -87,6 +89,8 @@ def dai_premise(ctx: ExperimentContext) -> None:
                    f"over {s['seeds']} seeds ({s['n_demos']} demonstrations, {s['n_test']} test queries): "
                    f"{s['premise']:+.3f}, 95% interval [{s['premise_low']:+.3f}, {s['premise_high']:+.3f}]: "
                    + ("holds" if s["holds"] else "**does not hold**"))
+        ctx.report(f"{s['model']} on {s['dataset']}: the study's stages, made by this call or read from the stage "
+                   "cache (--cache)", stages_text(ctx.results[STAGES][f"{s['model']}.{s['dataset']}"]))
     ctx.note(f"Smallest model where the premise holds on every data set: {ctx.results[SMALLEST]}. Per-query "
              "correctness: premise.parquet.")
 

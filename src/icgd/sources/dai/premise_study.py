@@ -63,7 +63,8 @@ def premise(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
     """ZSL and ICL of every demonstration seed on the task's first `cfg.n_test` test queries. Returns
     {"queries": rows (dataset, demo_seed, query_id, gold, zsl_correct, icl_correct), "summary": {dataset,
     n_test, n_demos, seeds, zsl_accuracy, icl_accuracy_mean/std/min/max, premise, premise_low, premise_high,
-    holds}}. Stages are saved under `cache` as `compare`'s are, so a rerun reads them."""
+    holds}, "stages": what this call made and read (`StageCache.tally`)}. Stages are saved under `cache` as
+    `compare`'s are, so a rerun reads them."""
     test = task.split("test")[:cfg.n_test]
     labels, start, queries = label_ids(lm, task), start_ids(lm, cfg.start), query_ids(lm, task, test)
     gold = np.array([task.label_index(i) for i in test])
@@ -87,4 +88,4 @@ def premise(lm, task: TextTask, cfg: DaiConfig = DaiConfig(), cache: str | Path 
                "icl_accuracy_std": float(per_seed.std(ddof=1)) if len(per_seed) > 1 else 0.0,
                "icl_accuracy_min": float(per_seed.min()), "icl_accuracy_max": float(per_seed.max()),
                "premise": diff, "premise_low": low, "premise_high": high, "holds": premise_holds(low)}
-    return {"queries": rows, "summary": summary}
+    return {"queries": rows, "summary": summary, "stages": store.tally()}  # this call's account, not a measure

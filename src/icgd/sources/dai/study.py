@@ -168,6 +168,14 @@ class StageCache:
                 "stage_seconds_read": None if None in known else round(sum(known), 3)}
 
 
+def stages_text(t: dict[str, Any]) -> str:
+    """A `StageCache.tally` as the report says it: what this call made, and what it read and when that was made."""
+    earlier = ("time unknown: saved before stage times were recorded" if t["stage_seconds_read"] is None
+               else f"made in {t['stage_seconds_read'] / 60:.1f} min by an earlier call")
+    return (f"made {t['stages_made']} in {t['stage_seconds_made'] / 60:.1f} min; read {t['stages_read']}"
+            + (f" ({earlier})" if t["stages_read"] else ""))
+
+
 def _recorded_seconds(path: Path) -> float | None:
     """A stage's recorded time; `None` where there is none (saved before the records, or a crash between the
     stage and its time) or it is unreadable: unknown, never taken as 0."""
