@@ -138,7 +138,10 @@ def _run_view(folder: str, report: dict[str, Any]) -> dict[str, str]:
     """A run's line: what the scoreboard's page of it says in its header (`_suite_view`)."""
     view = _suite_view(report)
     return {"folder": folder, "label": _label(report), "command": _cell(view["command"]), "mode": view["mode"],
-            "commit": view["commit"][:10], "date": view["date"], "seconds": view["seconds"], "tally": view["tally"]}
+            "commit": view["commit"][:10], "date": view["date"], "tally": view["tally"],
+            # a study resumed from its stage cache: the call's time, and what the whole study took
+            "seconds": view["seconds"] + (f" (the study {view['study_seconds']} over several calls)"
+                                          if view["study_seconds"] else "")}
 
 
 def _label(report: dict[str, Any]) -> str:

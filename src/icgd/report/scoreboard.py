@@ -213,6 +213,7 @@ def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
         "versions": ", ".join(f"{k} {env[k]}" for k in ("icgd", "torch", "python") if env.get(k)),
         "seconds": _duration(report.get("seconds")),
         "stages": _stages_text(report.get("stages"), f"{report['suite']}.json"),
+        "study_seconds": _study_duration(report.get("stages"), f"{report['suite']}.json"),
         "tally": ", ".join(f"{tally.get(v, 0)} {v.value}" for v in VERDICTS),
         "counts": {v.value: tally.get(v, 0) for v in VERDICTS},
         "n_claims": len(claims),
@@ -270,10 +271,19 @@ def _stages_text(stages: Any, where: str) -> str:
     earlier = "" if not t["stages_read"] else \
         " (their time not recorded: saved before stage times were)" if read is None \
         else f", made in {_duration(read)} by earlier calls"
-    whole = "" if read is None or not t["stages_read"] \
-        else f"; the study's computing time {_duration(t['stage_seconds_made'] + read)} in all"
+    study = _study_duration(stages, where)
+    whole = f"; the study's computing time {study} in all" if study else ""
     return (f"Of its study's stages, this call made {t['stages_made']} ({_duration(t['stage_seconds_made'])}) "
             f"and read {t['stages_read']} from the stage cache (`--cache`){earlier}{whole}.")
+
+
+def _study_duration(stages: Any, where: str) -> str:
+    """The whole computing time of a study resumed from its stage cache, what this call made and what earlier
+    calls made ("" where the run read nothing, kept no account, or read stages of unknown time)."""
+    t = _stage_totals(stages, where) if stages else None
+    if not t or not t["stages_read"] or t["stage_seconds_read"] is None:
+        return ""
+    return _duration(t["stage_seconds_made"] + t["stage_seconds_read"])
 
 
 def _origin(m: dict[str, Any]) -> dict[str, str]:
