@@ -132,15 +132,15 @@ def test_a_run_resumed_from_its_stage_cache_says_what_the_whole_study_cost(tmp_p
                                 "stage_seconds_read": 0.0})
     assert main(["scoreboard", str(tmp_path / "run"), "--dir", str(tmp_path / "b")]) == 0
     page = (tmp_path / "b" / "template.md").read_text()
-    assert ("this call made 4 (11.0 min) and read 5 from the stage cache (`--cache`), made in 110.0 min by "
-            "earlier calls; the study's computing time 2.0 h in all.") in page, page
+    assert ("this call made 4 (11.0 min) and read 5 from the stage cache (`--cache`; made in 110.0 min by "
+            "earlier calls); the study's computing time 2.0 h in all.") in page, page
     assert main(["compare", "template", str(tmp_path / "b"), "--out", str(tmp_path / "cmp.md")]) == 0
     run_line = next(x for x in (tmp_path / "cmp.md").read_text().splitlines() if "(b/template.md)" in x)
     assert "(the study 2.0 h over several calls)" in run_line  # the compare page's wall time says it too
     account(a=tally | {"stage_seconds_read": None})  # saved before the stage times were recorded
     assert main(["scoreboard", str(tmp_path / "run"), "--dir", str(tmp_path / "b")]) == 0
     page = (tmp_path / "b" / "template.md").read_text()
-    assert "read 5 from the stage cache (`--cache`) (their time not recorded" in page and "in all" not in page
+    assert "read 5 from the stage cache (`--cache`; their time not recorded" in page and "in all" not in page
     for bad in ({"stages_made": 3}, tally | {"stages_made": "3"}, tally | {"stage_seconds_made": None}, 7):
         account(a=bad)
         assert main(["scoreboard", str(tmp_path / "run"), "--dir", str(tmp_path / "c")]) == 2

@@ -269,12 +269,12 @@ def _stages_text(stages: Any, where: str) -> str:
     t = _stage_totals(stages, where)
     read = t["stage_seconds_read"]
     earlier = "" if not t["stages_read"] else \
-        " (their time not recorded: saved before stage times were)" if read is None \
-        else f", made in {_duration(read)} by earlier calls"
+        "; their time not recorded: saved before stage times were recorded" if read is None \
+        else f"; made in {_duration(read)} by earlier calls"
     study = _study_duration(stages, where)
     whole = f"; the study's computing time {study} in all" if study else ""
     return (f"Of its study's stages, this call made {t['stages_made']} ({_duration(t['stage_seconds_made'])}) "
-            f"and read {t['stages_read']} from the stage cache (`--cache`){earlier}{whole}.")
+            f"and read {t['stages_read']} from the stage cache (`--cache`{earlier}){whole}.")
 
 
 def _study_duration(stages: Any, where: str) -> str:
