@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from icgd.core.io import write_text
+from icgd.core.verdict import VERDICTS, verdict_of_row
 from icgd.report.runs import ReportError, _num
 from icgd.report.scoreboard import _cell, _command, _row, _suite_view, _template
 
@@ -121,7 +122,10 @@ def _claim_row(claim_id: str, runs: list[tuple[str, dict[str, Any]]]) -> dict[st
     return {"id": claim_id, "kind": "check" if first.get("kind") == "check" else "claim",
             "where": _cell(first.get("source", "")), "bar": _cell(first.get("threshold", "")),
             "reference": " / ".join(references) or "-", "reference_sources": sources,
-            "cells": [_result(r) for r in found]}
+            "cells": [_result(r) for r in found],
+            # how the runs read the claim, at a glance: each verdict's count over the runs that have it
+            "tally": ", ".join(f"{n} {v.value}" for v in VERDICTS
+                               if (n := sum(verdict_of_row(r) is v for r in found if r is not None)))}
 
 
 def _result(r: dict[str, Any] | None) -> str:
