@@ -48,7 +48,7 @@ def test_each_claim_is_a_row_and_each_run_a_column(two_runs):
         cell = f"{compare._num(row['measured'])} [{compare._num(row['interval'][0])}, " \
                f"{compare._num(row['interval'][1])}] {row['verdict']}" if row.get("interval") else row["verdict"]
         # its verdict counted twice over the runs, then the same report in both columns
-        over, _, cells = line.partition(f"| 2 {row['verdict']} |")
+        _, _, cells = line.partition(f"| 2 {row['verdict']} |")
         assert cells and cells.count(cell) == 2, (line, cell)
     assert "[../a](../a/template.md)" in text and "[../b](../b/template.md)" in text
     sourced = [r for r in report["claims"] if r.get("reference") is not None and r.get("reference_source")]
