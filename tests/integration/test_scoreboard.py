@@ -141,7 +141,8 @@ def test_a_run_resumed_from_its_stage_cache_says_what_the_whole_study_cost(tmp_p
     assert main(["scoreboard", str(tmp_path / "run"), "--dir", str(tmp_path / "b")]) == 0
     page = (tmp_path / "b" / "template.md").read_text()
     assert "read 5 from the stage cache (`--cache`; their time not recorded" in page and "in all" not in page
-    for bad in ({"stages_made": 3}, tally | {"stages_made": "3"}, tally | {"stage_seconds_made": None}, 7):
+    for bad in ({"stages_made": 3}, tally | {"stages_made": "3"}, tally | {"stages_read": True},
+                tally | {"stage_seconds_made": None}, tally | {"stage_seconds_read": -1.0}, 7):
         account(a=bad)
         assert main(["scoreboard", str(tmp_path / "run"), "--dir", str(tmp_path / "c")]) == 2
         err = capsys.readouterr().err

@@ -198,6 +198,8 @@ def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
     models = report.get("models") or []
     origins = Counter(str(m.get("from")) for m in models)
     not_run = {n["experiment"] for n in report.get("not_run") or []}
+    # a study resumed from its stage cache: its accounts summed once, for the sentence and the total
+    stages = _stage_totals(report["stages"], f"{report['suite']}.json") if report.get("stages") else None
     return {
         "suite": report["suite"],
         "source": "" if source is None else f"Source {source.number}: {source.title}" if source.number
@@ -212,8 +214,8 @@ def _suite_view(report: dict[str, Any]) -> dict[str, Any]:
                   + (f", {env['threads']} threads" if env.get("threads") else ""),
         "versions": ", ".join(f"{k} {env[k]}" for k in ("icgd", "torch", "python") if env.get(k)),
         "seconds": _duration(report.get("seconds")),
-        "stages": _stages_text(report.get("stages"), f"{report['suite']}.json"),
-        "study_seconds": _study_duration(report.get("stages"), f"{report['suite']}.json"),
+        "stages": _stages_text(stages),
+        "study_seconds": _study_duration(stages),
         "tally": ", ".join(f"{tally.get(v, 0)} {v.value}" for v in VERDICTS),
         "counts": {v.value: tally.get(v, 0) for v in VERDICTS},
         "n_claims": len(claims),
@@ -248,40 +250,46 @@ def _stage_totals(stages: Any, where: str) -> dict[str, Any]:
     read, the seconds they took (`None` for the read ones where any has no recorded time). Raises ReportError
     for an account that is not one."""
     keys = ("stages_made", "stages_read", "stage_seconds_made", "stage_seconds_read")
+    malformed = ReportError(f"{where}: a malformed stage-cache account ('stages': "
+                            f"{{experiment: {{part: {{{', '.join(keys)}}}}}}})")
+    if not isinstance(stages, dict) or not all(isinstance(per, dict) for per in stages.values()):
+        raise malformed
     total: dict[str, Any] = dict.fromkeys(keys, 0)
-    parts = [t for per in stages.values() for t in per.values()] if isinstance(stages, dict) \
-        and all(isinstance(per, dict) for per in stages.values()) else None
-    for t in parts if parts is not None else [None]:
-        if not isinstance(t, dict) or any(k not in t for k in keys) \
-                or any(not isinstance(t[k], (int, float)) or isinstance(t[k], bool) or t[k] < 0
-                       for k in keys if t[k] is not None or k != "stage_seconds_read"):
-            raise ReportError(f"{where}: a malformed stage-cache account ('stages': "
-                              f"{{experiment: {{part: {{{', '.join(keys)}}}}}}})")
+    for t in (t for per in stages.values() for t in per.values()):
+        if not isinstance(t, dict) or any(k not in t or not _amount(t[k], unknown_ok=k == "stage_seconds_read")
+                                          for k in keys):
+            raise malformed
         for k in keys:
             total[k] = None if total[k] is None or t[k] is None else total[k] + t[k]
     return total
 
 
-def _stages_text(stages: Any, where: str) -> str:
-    """What the page says of a run's stage cache: "" where the run kept no account."""
-    if not stages:
+def _amount(value: Any, unknown_ok: bool) -> bool:
+    """A count or a time in seconds: a number, not negative (`None`, unknown, only where `unknown_ok`)."""
+    if value is None:
+        return unknown_ok
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+
+
+def _stages_text(t: dict[str, Any] | None) -> str:
+    """What the page says of a run's summed stage-cache accounts (`_stage_totals`): "" where it kept none."""
+    if t is None:
         return ""
-    t = _stage_totals(stages, where)
     read = t["stage_seconds_read"]
     earlier = "" if not t["stages_read"] else \
         "; their time not recorded: saved before stage times were recorded" if read is None \
         else f"; made in {_duration(read)} by earlier calls"
-    study = _study_duration(stages, where)
+    study = _study_duration(t)
     whole = f"; the study's computing time {study} in all" if study else ""
     return (f"Of its study's stages, this call made {t['stages_made']} ({_duration(t['stage_seconds_made'])}) "
             f"and read {t['stages_read']} from the stage cache (`--cache`{earlier}){whole}.")
 
 
-def _study_duration(stages: Any, where: str) -> str:
-    """The whole computing time of a study resumed from its stage cache, what this call made and what earlier
-    calls made ("" where the run read nothing, kept no account, or read stages of unknown time)."""
-    t = _stage_totals(stages, where) if stages else None
-    if not t or not t["stages_read"] or t["stage_seconds_read"] is None:
+def _study_duration(t: dict[str, Any] | None) -> str:
+    """The whole computing time of a study resumed from its stage cache (summed accounts, `_stage_totals`),
+    what this call made and what earlier calls made ("" where the run read nothing, kept no account, or read
+    stages of unknown time)."""
+    if t is None or not t["stages_read"] or t["stage_seconds_read"] is None:
         return ""
     return _duration(t["stage_seconds_made"] + t["stage_seconds_read"])
 
