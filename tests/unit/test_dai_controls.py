@@ -421,4 +421,8 @@ def test_the_stage_cache_says_what_a_run_read_and_what_those_stages_cost(tmp_pat
     (first.dir / "b.seconds").write_text("garbled")  # unreadable: unknown too, and the stage is still read
     fourth = StageCache(tmp_path, key)
     assert fourth.get("b", fail).sum() == 0 and fourth.tally()["stage_seconds_read"] is None
+    for not_a_time in ("nan", "inf", "-3.0"):  # a number, but not a time: unknown as well
+        (first.dir / "b.seconds").write_text(not_a_time)
+        fifth = StageCache(tmp_path, key)
+        assert fifth.get("b", fail).sum() == 0 and fifth.tally()["stage_seconds_read"] is None, not_a_time
     assert StageCache(None, key).get("a", lambda: torch.ones(3)).sum() == 3  # no directory: nothing saved

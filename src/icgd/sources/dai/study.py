@@ -22,6 +22,7 @@ interrupted study resumes where it stopped and a rerun reads the saved numbers.
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -178,11 +179,12 @@ def stages_text(t: dict[str, Any]) -> str:
 
 def _recorded_seconds(path: Path) -> float | None:
     """A stage's recorded time; `None` where there is none (saved before the records, or a crash between the
-    stage and its time) or it is unreadable: unknown, never taken as 0."""
+    stage and its time) or it is unreadable or not a time (not finite, negative): unknown, never taken as 0."""
     try:
-        return float(path.read_text())
+        seconds = float(path.read_text())
     except (OSError, ValueError):
         return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _scored_dict(s: Scored) -> dict[str, Any]:
