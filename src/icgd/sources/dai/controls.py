@@ -41,7 +41,7 @@ from icgd.lm import measures as M
 from icgd.lm.finetune import KVSnapshot, finetune_kv, lm_loss
 from icgd.lm.icl import build_prefix, demonstration_ids, score
 from icgd.sources.dai.keys import lowered
-from icgd.sources.dai.study import kendall_measures, layer_mean
+from icgd.sources.dai.per_seed import kendall_measures, layer_mean, measure_seed
 
 #: the measures of the untrained control (Rec2FTP from the predictions, the others per query and layer)
 UNTRAINED = ("simaou", "simam", "kendall", "rec2ftp")
@@ -102,7 +102,6 @@ def _value(q: dict[str, np.ndarray], gold: np.ndarray, name: str, idx: np.ndarra
 def untrained_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, rows, q_test, labels, start,
                       progress: bool) -> tuple[dict[str, Any], dict[str, list[float]], list[dict[str, Any]]]:
     from icgd.lm.models import bos_is_padding, untrained
-    from icgd.sources.dai.study import _seed_test
 
     prefix = build_prefix(lm, task, demos, cfg.start)
     examples = [start + d for d in demonstration_ids(lm, task, demos)]
@@ -113,8 +112,8 @@ def untrained_control(lm, task, cfg, store, *, demos, chosen: int, lr: float, ro
         z = score(ulm, start, q_test, labels, record=True, desc=f"untrained {seed}: ZSL test", **sc)
         zd = {"logp": z.logp, "out": z.out, "query_scores": z.query_scores}
         before = lm_loss(ulm, examples)
-        r = _seed_test(ulm, cfg, prefix, examples, len(start), q_test, labels, zd, rate, chosen, progress,
-                       loss_after=True)
+        r = measure_seed(ulm, cfg, prefix, examples, len(start), q_test, labels, zd, rate, chosen, progress,
+                         loss_after=True)
         keep = ("icl_logp", "ft_logp", "simaou_ft", "simam_before", "simam_after", "kendall_ft")
         return {k: r[k] for k in keep} | {"zsl_logp": z.logp, "loss_before": before, "loss_after": r["ft_loss_after"]}
 
