@@ -110,3 +110,53 @@ def test_the_reproduction_notes_page_is_the_sources_notes():
 
     assert (ROOT / "docs" / "reproduction-notes.md").read_text() == notes_page(), \
         "docs/reproduction-notes.md is stale: regenerate it as its first lines say"
+
+
+#: a bar as a page writes it: "< 0.5", ">= 1e-3"
+_BAR = re.compile(r"(?<![\w.])([<>]=?)\s*(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)")
+
+
+def _bar_rows(text: str, known: set[str]):
+    """Every row of a table with a column "bar" that names claims (backticked ids left of that column), as
+    (line, ids, bars): the bars are every "op number" in the bar cell."""
+    lines = text.splitlines()
+    for i in range(len(lines) - 1):
+        if not (lines[i].startswith("|") and lines[i + 1].startswith("|---")):
+            continue
+        head = [h.strip() for h in lines[i].strip().strip("|").split("|")]
+        if "bar" not in head:
+            continue
+        b = head.index("bar")
+        for j in range(i + 2, len(lines)):
+            if not lines[j].startswith("|"):
+                break
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", lines[j].strip().strip("|"))]
+            ids = [t for t in re.findall(r"`([a-z0-9][a-z0-9+-]*)`", " ".join(cells[:b])) if t in known]
+            if ids:
+                yield j + 1, ids, _BAR.findall(cells[b]) if b < len(cells) else []
+
+
+def test_the_bars_the_pages_state_are_the_code_s():
+    """A bar typed in a docs table (the sources' pages, docs/calibration.md) is the claim's bar in the code: the
+    blog's page once kept four bars the code had raised (dampening < 1 for < 0.5, depth < 1 for < 0.9, the
+    BiLSTM gains > 0 for > 0.1 and > 0.01). A row naming several claims gives one bar for all or one each."""
+    from icgd.claims import suite_names
+    from icgd.claims.base import SUITES
+
+    claims = {c.id: c for name in suite_names() for c in SUITES.lookup(name)()}
+    pages = sorted((ROOT / "docs" / "sources").glob("*.md")) + [ROOT / "docs" / "calibration.md"]
+    wrong, seen = [], 0
+    for page in pages:
+        for line, ids, bars in _bar_rows(page.read_text(), set(claims)):
+            seen += 1
+            where = f"{page.relative_to(ROOT)}:{line}"
+            if len(bars) not in (1, len(ids)):
+                wrong.append(f"{where}: {len(ids)} claims, {len(bars)} bars")
+                continue
+            for k, cid in enumerate(ids):
+                op, value = bars[k if len(bars) == len(ids) else 0]
+                c = claims[cid]
+                if op != c.op or float(value) != c.threshold:
+                    wrong.append(f"{where}: {cid} {op} {value} on the page, {c.op} {c.threshold:g} in the code")
+    assert seen >= 70, f"only {seen} rows of bars found: the tables' layout changed?"
+    assert not wrong, "bars on the pages differ from the code: " + "; ".join(wrong)
