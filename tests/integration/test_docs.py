@@ -116,39 +116,52 @@ def test_the_reproduction_notes_page_is_the_sources_notes():
 _BAR = re.compile(r"(?<![\w.])([<>]=?)\s*(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)")
 
 
-def _bar_rows(text: str, known: set[str]):
-    """Every row of a table with a column "bar" that names claims (backticked ids left of that column), as
-    (line, ids, bars): the bars are every "op number" in the bar cell."""
+def _claim_rows(text: str, known: set[str], column: str):
+    """Every row of a table with the column `column` that names claims (backticked ids left of that column),
+    as (line, ids, the cell of that column)."""
     lines = text.splitlines()
     for i in range(len(lines) - 1):
         if not (lines[i].startswith("|") and lines[i + 1].startswith("|---")):
             continue
         head = [h.strip() for h in lines[i].strip().strip("|").split("|")]
-        if "bar" not in head:
+        if column not in head:
             continue
-        b = head.index("bar")
+        b = head.index(column)
         for j in range(i + 2, len(lines)):
             if not lines[j].startswith("|"):
                 break
             cells = [c.strip() for c in re.split(r"(?<!\\)\|", lines[j].strip().strip("|"))]
             ids = [t for t in re.findall(r"`([a-z0-9][a-z0-9+-]*)`", " ".join(cells[:b])) if t in known]
             if ids:
-                yield j + 1, ids, _BAR.findall(cells[b]) if b < len(cells) else []
+                yield j + 1, ids, cells[b] if b < len(cells) else ""
+
+
+def _rounds(shown: str, value: float) -> bool:
+    """Whether the number written `shown` is `value` to its last digit (within half a unit of it)."""
+    from decimal import Decimal
+
+    unit = Decimal(1).scaleb(Decimal(shown).as_tuple().exponent)
+    return abs(Decimal(shown) - Decimal(repr(value))) <= unit / 2
+
+
+def _registered_claims() -> dict:
+    from icgd.claims import suite_names
+    from icgd.claims.base import SUITES
+
+    return {c.id: c for name in suite_names() for c in SUITES.lookup(name)()}
 
 
 def test_the_bars_the_pages_state_are_the_code_s():
     """A bar typed in a docs table (the sources' pages, docs/calibration.md) is the claim's bar in the code: the
     blog's page once kept four bars the code had raised (dampening < 1 for < 0.5, depth < 1 for < 0.9, the
     BiLSTM gains > 0 for > 0.1 and > 0.01). A row naming several claims gives one bar for all or one each."""
-    from icgd.claims import suite_names
-    from icgd.claims.base import SUITES
-
-    claims = {c.id: c for name in suite_names() for c in SUITES.lookup(name)()}
+    claims = _registered_claims()
     pages = sorted((ROOT / "docs" / "sources").glob("*.md")) + [ROOT / "docs" / "calibration.md"]
     wrong, seen = [], 0
     for page in pages:
-        for line, ids, bars in _bar_rows(page.read_text(), set(claims)):
+        for line, ids, cell in _claim_rows(page.read_text(), set(claims), "bar"):
             seen += 1
+            bars = _BAR.findall(cell)
             where = f"{page.relative_to(ROOT)}:{line}"
             if len(bars) not in (1, len(ids)):
                 wrong.append(f"{where}: {len(ids)} claims, {len(bars)} bars")
@@ -160,3 +173,23 @@ def test_the_bars_the_pages_state_are_the_code_s():
                     wrong.append(f"{where}: {cid} {op} {value} on the page, {c.op} {c.threshold:g} in the code")
     assert seen >= 70, f"only {seen} rows of bars found: the tables' layout changed?"
     assert not wrong, "bars on the pages differ from the code: " + "; ".join(wrong)
+
+
+def test_the_authors_numbers_the_calibration_page_states_are_the_code_s():
+    """docs/calibration.md's "authors' value" is each claim's reference in the code, to the digits the page
+    shows ("none" where the claim has none)."""
+    claims = _registered_claims()
+    wrong, seen = [], 0
+    for line, ids, cell in _claim_rows((ROOT / "docs" / "calibration.md").read_text(), set(claims), "authors' value"):
+        for cid in ids:
+            seen += 1
+            ref = claims[cid].reference.value
+            shown = re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", cell)
+            if ref is None:
+                ok = cell.startswith("none")
+            else:
+                ok = any(_rounds(x, ref) for x in shown)
+            if not ok:
+                wrong.append(f"docs/calibration.md:{line}: {cid} shows {cell[:40]!r}, the code {ref}")
+    assert seen >= 30, f"only {seen} references found: the tables' layout changed?"
+    assert not wrong, "authors' numbers on the page differ from the code: " + "; ".join(wrong)
