@@ -345,7 +345,8 @@ def _add_study_options(p: argparse.ArgumentParser, out_help: str, cache_default:
     p.add_argument("--device", default="cpu", type=_device_arg, help="cpu or cuda (default cpu)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--model", type=lm_model, help="source 003's language model: gemma3-270m (default), smollm2-135m, qwen2.5-coder-0.5b, a .gguf "
-                                   "file or a Hugging Face model folder (other experiments ignore it)")
+                                   "file or a Hugging Face model folder; dai-premise takes several, comma-separated "
+                                   "(other experiments ignore it)")
     p.add_argument("--data", help="source 003's data sets, comma-separated: bbc-news, tweets, mr, subj, trec or CSV "
                                   "files with columns text, label (default bbc-news; full mode adds tweets)")
     p.add_argument("--controls", type=_controls_arg, help="source 003's critics' controls to run, comma-separated: "
@@ -419,8 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_study_options(r, "run directory (default runs/NAME[-quick|-smoke])", "beside --out")
     r.add_argument("--plan", action="store_true", help="print every model it would train, with its full resolved "
                                                        "config (what `icgd train` accepts), and train nothing")
-    r.add_argument("--json", action="store_true", help='with --plan: print {"experiment", "mode", "models": '
-                                                        '[{"name", "config"}]}')
+    r.add_argument("--json", action="store_true", help='with --plan: print {"experiment", "mode", "seeds", '
+                                                        '"source", "deviations", "models": [{"name", "config"}]}')
     r.add_argument("--trained-on", metavar="DEVICE", type=_device_type,
                    help="use the models in --cache that finished training on this device type (cuda: trained on a "
                         "GPU machine) before training any on --device; results.json says which device trained each")
@@ -466,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--samples", type=_count, default=None, help="random search: this many trials drawn from "
                                                                   "the values and distributions")
     w.add_argument("--sample-seed", type=int, default=0, help="seed of the random search (default 0)")
-    w.add_argument("--out", type=out_dir, help="sweep directory (default sweeps/<config name>)")
+    w.add_argument("--out", type=out_dir, help="sweep directory (default sweeps/ and the config file's name without .yaml, or the preset's)")
     w.add_argument("--device", default="cpu", type=_device_arg, help="cpu or cuda (default cpu; on Ray, one GPU per trial)")
     w.add_argument("--quiet", action="store_true", help="no progress lines")
     w.add_argument("--summary", metavar="DIR", help="print the best trials of the sweep in DIR and write its figure")
