@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from icgd.results.figures import MAX_WIDTH, band, finish, splits, subplots
+from icgd.results.figures import MAX_WIDTH, band, finish, label_axes, splits, subplots
 
 
 def test_the_band_is_the_seeds_range_and_stays_inside_the_measure():
@@ -71,3 +71,22 @@ def test_a_log_axis_from_half_to_two_labels_its_upper_part():
     shown = {float(t.get_text()) for t in ax.get_yticklabels(minor=True) + ax.get_yticklabels()
              if t.get_text() and lo <= float(t.get_text()) <= hi}
     assert any(v > 1 for v in shown) and len(shown) >= 3, shown
+
+
+def test_one_legend_for_panels_that_draw_the_same_curves_lies_under_them():
+    """Long labels in a legend inside a small panel covered the curves and squeezed the panel (oswald-deep's
+    figure). legend="figure": one legend under every panel, each curve named once, none inside a panel."""
+    fig, axes = subplots(3, width=2.4, height=2.3)
+    x, ys = [0, 1, 2], np.array([[1.0, 0.5, 0.2], [1.0, 0.6, 0.3]])
+    for ax in axes:
+        for i in range(3):
+            band(ax, x, ys * (i + 1), f"a model with a long name, number {i}", f"C{i}", per_seed=True)
+    axes[0].axhline(0.5, color="C3", linestyle="--", label="GD")
+    label_axes(axes, ("a", "b", "c"), ("loss", "loss", "loss"), legend="figure", ncol=3)
+    fig.canvas.draw()
+    assert all(ax.get_legend() is None for ax in axes) and len(fig.legends) == 1
+    names = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert len(names) == len(set(names)) == 4 and "GD" in names
+    legend_top = fig.legends[0].get_window_extent().y1
+    renderer = fig.canvas.get_renderer()
+    assert all(ax.get_tightbbox(renderer).y0 >= legend_top for ax in axes)  # under every panel and its labels

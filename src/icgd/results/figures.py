@@ -155,11 +155,28 @@ def heatmap(ax, m: np.ndarray, title: str, vmax: float | None = None) -> None:
 
 
 def label_axes(axes, titles: Sequence[str], ylabels: Sequence[str], xlabel: str = "training step",
-               legend: bool = True) -> None:
-    """Title, axis labels and legend for each axis in turn."""
+               legend: bool | str = True, ncol: int = 2) -> None:
+    """Title, axis labels and legend for each axis in turn. legend "figure": one legend for all the panels,
+    under them (`legend_under`, ncol columns), for panels that draw the same curves."""
     for ax, title, ylabel in zip(axes, titles, ylabels):
         ax.set_title(title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-        if legend:
+        if legend is True:
             ax.legend(fontsize=7)
+    if legend == "figure":
+        legend_under(axes, ncol)
+
+
+def legend_under(axes, ncol: int = 2) -> None:
+    """One legend for the figure of `axes`, under its panels and outside the data: every entry of every panel
+    once (by its label; panels that draw the same curve give it the same label, colour and style). A legend
+    inside a small panel with long labels covers the curves and, under the constrained layout, squeezes the
+    panel (oswald-deep's, oswald-fixed-data's and oswald-softmax's figures did both)."""
+    entries: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if entries:
+        axes[0].figure.legend(list(entries.values()), list(entries), loc="outside lower center", ncol=ncol,
+                              fontsize=7, frameon=False)

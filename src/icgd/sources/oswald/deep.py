@@ -142,13 +142,11 @@ def deep(ctx: ExperimentContext) -> None:
                f"median TF loss {r['five.tf_loss_median']:.4f}; GD 5 steps {r['five.gd_loss']:.4f}; GD++ "
                f"{r['five.gdpp_loss']:.4f}; prediction difference to GD {r['five.pd_gd_median']:.3f} vs to GD++ "
                f"{r['five.pd_gdpp_median']:.3f}")
-    fig, axes = subplots(3)
+    fig, axes = subplots(3, width=2.4, height=2.3)  # one row at a page's width; one legend under it
     for res, tag, color in ((rec, "recurrent 2-layer", COLORS["tf"]), (five, "5-layer", COLORS["other"])):
-        steps, ys = curves(res, "eval_loss")
-        band(axes[0], steps, ys, tag, color, per_seed=True)
-        for ax, key in ((axes[1], "prediction_difference"), (axes[2], "sensitivity_cosine")):
+        for ax, key in zip(axes, ("eval_loss", "prediction_difference", "sensitivity_cosine")):
             steps, ys = curves(res, key)
-            band(ax, steps, ys, f"{tag} vs GD++", color, per_seed=True)
+            band(ax, steps, ys, tag, color, per_seed=True)
     on_curves = curve_tasks(rec)  # the same held-out tasks for both runs (same eval config)
     for learner, name, style in ((out_rec["gd"], "GD 2 steps", "--"), (out_rec["gdpp"], "GD++ 2 steps", ":"),
                                  (out_five["gdpp"], "GD++ 5 steps", "-.")):
@@ -156,7 +154,7 @@ def deep(ctx: ExperimentContext) -> None:
                         linestyle=style, label=name)
     axes[0].set_yscale("log")
     label_axes(axes, ("loss", "prediction difference to GD++", "sensitivity cosine with GD++"),
-               ("loss", "||y_TF - y_GD++||", "cosine"))
+               ("loss", "||y_TF - y_GD++||", "cosine"), legend="figure", ncol=3)
     ctx.figure("deep", fig)
     ctx.table("deep", rows)
     _rec2_interpolation(ctx, rec, out_rec["gdpp_shared"], ev)

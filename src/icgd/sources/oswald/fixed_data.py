@@ -22,7 +22,7 @@ from icgd.experiments.common import (
 from icgd.experiments.linear_setup import train_config
 from icgd.experiments.registry import ExperimentContext, register
 from icgd.learners.tuning import tune_gd
-from icgd.results.figures import COLORS, band, label_axes, subplots
+from icgd.results.figures import COLORS, COLORS_2, band, label_axes, subplots
 from icgd.sources.oswald.keys import (
     FIXED_LOSS_OVER_GD,
     FIXED_MIN_COSINE,
@@ -71,7 +71,9 @@ def fixed_data(ctx: ExperimentContext) -> None:
     ev = None
     rows, ratios, cos_med = [], {}, {}
     fig, axes = subplots(2)
-    for m in sizes:
+    # not the default cycle, whose fourth colour is GD's red
+    palette = (COLORS["tf"], COLORS["other"], COLORS["gdpp"], COLORS["interp"], COLORS_2["gd"], COLORS_2["gdpp"])
+    for i, m in enumerate(sizes):
         res = ctx.train(f"fixed-{m}", configs[f"fixed-{m}"])
         task = res.config.task
         ev = eval_tasks(ctx, task) if ev is None else ev
@@ -87,12 +89,13 @@ def fixed_data(ctx: ExperimentContext) -> None:
                          "loss_over_gd": x / gd_loss, "sensitivity_cosine": c})
         ctx.result(f"size_{m}.cosine_median", cos_med[m])
         steps, ys = curves(res, "eval_loss")
-        band(axes[0], steps, ys, f"{m} tasks", None)
+        color = palette[i % len(palette)]
+        band(axes[0], steps, ys, f"{m} tasks", color)
         _, tr = curves(res, "train_loss")
-        band(axes[1], steps, tr, f"{m} tasks", None)
+        band(axes[1], steps, tr, f"{m} tasks", color)
         ctx.result(FIXED_LOSS_OVER_GD.format(size=m), ratios[m])
     axes[0].axhline(evaluate(gd, curve_tasks(res)).mean, color=COLORS["gd"], linestyle="--", label="GD")
-    label_axes(axes, ("held-out loss", "training loss (on the fixed set)"), ("loss", "loss"))
+    label_axes(axes, ("held-out loss", "training loss (on the fixed set)"), ("loss", "loss"), legend="figure")
     for ax in axes:
         ax.set_yscale("log")
     ctx.figure("fixed_data", fig)
@@ -129,13 +132,14 @@ def _grokking(ctx: ExperimentContext, gd: Any) -> None:
             grokked[lr] += int(rise >= 2 and end <= 1.2)
             rows.append({"lr": lr, "seed": s, "first_eval_loss": float(y[0]), "max_eval_loss": float(np.max(y)),
                          "final_eval_loss": float(y[-1]), "gd_loss": gd_curve, "rise": rise, "final_over_gd": end})
-        band(axes[0], steps, ys, f"held-out, lr {lr:g}", color, per_seed=True)
-        band(axes[1], steps, tr, f"training (the fixed set), lr {lr:g}", color, per_seed=True)
+        band(axes[0], steps, ys, f"lr {lr:g}", color, per_seed=True)
+        band(axes[1], steps, tr, f"lr {lr:g}", color, per_seed=True)
     axes[0].axhline(gd_curve, color=COLORS["gd"], linestyle="--", label="GD")
     ctx.result(GROKKING_SEEDS, max(grokked.values()))  # at the best learning rate
     ctx.result("grokking_seeds_by_lr", {f"{lr:g}": n for lr, n in grokked.items()})
     ctx.table("grokking", rows)
-    label_axes(axes, ("LSA + MLP on 8192 fixed tasks: held-out", "training"), ("loss", "loss"))
+    label_axes(axes, ("LSA + MLP on 8192 fixed tasks: held-out", "training (the fixed set)"), ("loss", "loss"),
+               legend="figure")
     for ax in axes:
         ax.set_yscale("log")
     ctx.figure("grokking", fig)

@@ -141,7 +141,7 @@ def softmax_layernorm(ctx: ExperimentContext) -> None:
     axes[0].axhline(evaluate(gds["softmax1"], curve_tasks(trained["softmax1"])).mean, color=COLORS["gd"],
                     linestyle="--", label="GD, 1 step")
     axes[0].set_yscale("log")
-    label_axes(axes, ("loss", "sensitivity cosine with GD"), ("loss", "cosine"))
+    label_axes(axes, ("loss", "sensitivity cosine with GD"), ("loss", "cosine"), legend="figure")
     ctx.figure("softmax_layernorm", fig)
     ctx.table("softmax_layernorm", rows)
     _layernorm_ood(ctx, trained["layernorm"], one_layer_run(ctx), LN_OOD, "layernorm_ood")
