@@ -114,7 +114,7 @@ def one_layer(ctx: ExperimentContext) -> None:
         _interpolated_curve(ctx, res, gd, tag, axes[0], style, colors["interp"])
         for ax, key in zip(axes[1:], ("prediction_difference", "sensitivity_cosine", "sensitivity_l2")):
             steps, ys = curves(res, key)
-            band(ax, steps, ys, f"a={a:g}", colors["tf"], linestyle=style)
+            band(ax, steps, ys, f"TF, a={a:g}", colors["tf"], linestyle=style)
         if a == 1.0:
             learner = seed_learners(res)[0]
             kq, pv = products(learner.model)
@@ -130,10 +130,8 @@ def one_layer(ctx: ExperimentContext) -> None:
             wfig.suptitle(f"seed {res.config.seeds[0]}, x ~ U(-1, 1): trained products beside Prop. 1")
             ctx.figure("weights", wfig)
     label_axes(axes, ("loss", "prediction difference", "sensitivity cosine", "sensitivity L2"),
-               ("0.5 squared error", "||y_TF - y_GD||", "cosine", "L2 distance"))
+               ("0.5 squared error", "||y_TF - y_GD||", "cosine", "L2 distance"), legend="figure")
     axes[0].set_yscale("log")
-    # between the two input ranges' curves, which "best" would cover
-    axes[0].legend(loc="center right", bbox_to_anchor=(1.0, 0.4), fontsize=6)
     fig.suptitle("one trained LSA layer vs one GD step (held-out tasks)")
     ctx.figure("training", fig)
     ctx.table("per_seed", rows)
