@@ -158,6 +158,8 @@ def label_axes(axes, titles: Sequence[str], ylabels: Sequence[str], xlabel: str 
                legend: bool | str = True, ncol: int = 2) -> None:
     """Title, axis labels and legend for each axis in turn. legend "figure": one legend for all the panels,
     under them (`legend_under`, ncol columns), for panels that draw the same curves."""
+    if legend not in (True, False, "figure"):
+        raise ValueError(f"legend is True, False or 'figure', not {legend!r}")
     for ax, title, ylabel in zip(axes, titles, ylabels):
         ax.set_title(title)
         ax.set_xlabel(xlabel)
