@@ -90,3 +90,11 @@ def test_one_legend_for_panels_that_draw_the_same_curves_lies_under_them():
     legend_top = fig.legends[0].get_window_extent().y1
     renderer = fig.canvas.get_renderer()
     assert all(ax.get_tightbbox(renderer).y0 >= legend_top for ax in axes)  # under every panel and its labels
+
+
+def test_a_legend_placement_it_does_not_know_is_refused():
+    import pytest
+
+    fig, axes = subplots(2)
+    with pytest.raises(ValueError, match="legend is True, False or 'figure'"):
+        label_axes(axes, ("a", "b"), ("y", "y"), legend="below")
