@@ -17,8 +17,8 @@ from icgd.core.io import atomic_path
 from icgd.experiments.common import Size, size
 from icgd.experiments.registry import DocTable, ExperimentContext, register
 from icgd.results.figures import band, label_axes, subplots
-from icgd.sources.dai.keys import (BOOTSTRAP, CONTROL_KEYS, DATASET, DATASETS, KEYS, MEAN, PREMISE, PREMISE_INTERVAL,
-                                    PREMISE_KEPT)
+from icgd.sources.dai.keys import (BOOTSTRAP, CONTROL_KEYS, DATASET, DATASETS, FT_PREMISE, FT_PREMISE_INTERVAL, KEYS,
+                                    MEAN, PREMISE, PREMISE_INTERVAL, PREMISE_KEPT)
 
 SOURCE = "source 003"
 #: results key: per data set, what this call made and read from the stage cache (`StageCache.tally`); an
@@ -87,9 +87,11 @@ def dai_config(ctx: ExperimentContext):
               DocTable("datasets", "Per data set, on the chosen demonstration seed's set: accuracy of ZSL, ICL and "
                        "K/V finetuning (Table 2), Rec2FTP in % (Table 3), SimAOU against FT and a random update, "
                        "SimAM before and after FT, Kendall against FT and a random update (Tables 3-5), and the "
-                       "premise (ICL over the seeds minus ZSL)",
+                       "premises (ICL over the seeds minus ZSL; FT minus the best constant answer, whose accuracy "
+                       "is the guess column)",
                        ("dataset", "zsl_accuracy", "icl_accuracy", "ft_accuracy", "rec2ftp", "simaou_ft",
-                        "simaou_random", "simam_before", "simam_after", "kendall_ft", "kendall_random", "premise")),
+                        "simaou_random", "simam_before", "simam_after", "kendall_ft", "kendall_random", "premise",
+                        "guess_accuracy", "ft_premise")),
               DocTable("beside_paper", "The measures of the data sets the paper also ran (MR, Subj) beside its "
                        "columns: ours on the chosen seed, our mean and std over demonstration seeds, the paper's "
                        "GPT 2.7B and 1.3B")))
@@ -131,9 +133,9 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
     kept = _premise(ctx, summaries)
     boot: dict[str, list[float]] = {}
     for s in summaries:
-        for k in ("icl_accuracy_mean", "zsl_accuracy"):
+        for k in ("icl_accuracy_mean", "zsl_accuracy", "ft_accuracy", "guess_accuracy"):
             boot[DATASET.format(dataset=s["dataset"], key=k)] = s["bootstrap"][k]
-    for key in KEYS + CONTROL_KEYS if kept else ():  # the comparison, over the data sets where ICL beats ZSL
+    for key in KEYS + CONTROL_KEYS if kept else ():  # the comparison, over the data sets where both learners learnt
         if all(key in s["bootstrap"] for s in kept):
             ctx.result(MEAN.format(key=key), float(np.mean([s[key] for s in kept])))
             boot[MEAN.format(key=key)] = np.mean([s["bootstrap"][key] for s in kept], axis=0).tolist()
@@ -152,22 +154,30 @@ def icl_vs_ft(ctx: ExperimentContext) -> None:
 
 
 def _premise(ctx: ExperimentContext, summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each data set's premise (ICL accuracy averaged over demonstration seeds minus ZSL, with its bootstrap
-    interval) and the data sets where it holds: the interval's lower end above zero (`icgd.sources.dai.premise_study`'s rule)."""
+    """Each data set's two premises, with their bootstrap intervals: ICL accuracy averaged over demonstration
+    seeds minus ZSL's, and FT's accuracy minus the best constant answer's (a finetuning that learnt only the
+    label prior, or less, is no learner to compare ICL with); the data sets where both hold (each interval's
+    lower end above zero: `icgd.sources.dai.premise_study`'s rule), which the comparison claims read."""
     from icgd.sources.dai.premise_study import percentile_interval, premise_holds
 
     kept = []
     for s in summaries:
-        diff = np.asarray(s["bootstrap"]["icl_accuracy_mean"]) - np.asarray(s["bootstrap"]["zsl_accuracy"])
-        low, high = percentile_interval(diff)
-        s[PREMISE], s[PREMISE_INTERVAL] = s["icl_accuracy_mean"] - s["zsl_accuracy"], [low, high]
-        ctx.result(DATASET.format(dataset=s["dataset"], key=PREMISE), s[PREMISE])
-        ctx.result(DATASET.format(dataset=s["dataset"], key=PREMISE_INTERVAL), [low, high])
-        if premise_holds(low):
-            kept.append(s)
+        b, why = s["bootstrap"], []
+        for key, interval, (a, z), what in (
+                (PREMISE, PREMISE_INTERVAL, ("icl_accuracy_mean", "zsl_accuracy"),
+                 "ICL averaged over the demonstration seeds does not beat ZSL"),
+                (FT_PREMISE, FT_PREMISE_INTERVAL, ("ft_accuracy", "guess_accuracy"),
+                 "FT does not beat the best constant answer")):
+            low, high = percentile_interval(np.asarray(b[a]) - np.asarray(b[z]))
+            s[key], s[interval] = s[a] - s[z], [low, high]
+            ctx.result(DATASET.format(dataset=s["dataset"], key=key), s[key])
+            ctx.result(DATASET.format(dataset=s["dataset"], key=interval), [low, high])
+            if not premise_holds(low):
+                why.append(f"{what} ({s[key]:+.3f}, 95% interval [{low:+.3f}, {high:+.3f}])")
+        if why:
+            ctx.note(f"{s['dataset']}: left out of the comparison claims: " + "; ".join(why))
         else:
-            ctx.note(f"{s['dataset']}: left out of the comparison claims: ICL averaged over the demonstration "
-                     f"seeds does not beat ZSL ({s[PREMISE]:+.3f}, 95% interval [{low:+.3f}, {high:+.3f}])")
+            kept.append(s)
     ctx.result(PREMISE_KEPT, [s["dataset"] for s in kept])
     return kept
 
@@ -189,11 +199,12 @@ def beside_paper(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _table_row(s: dict[str, Any]) -> dict[str, Any]:
     cols = ["dataset", "n_test", "n_demos", "chosen_seed", "chosen_lr", "zsl_accuracy", "icl_accuracy",
             "icl_accuracy_mean", "icl_accuracy_std", "ft_accuracy", "ft_accuracy_mean", "ft_accuracy_std", "rec2ftp",
-            "rec2ftp_denominator", "rec2ftp_mean", "rec2ftp_std", PREMISE]
+            "rec2ftp_denominator", "rec2ftp_mean", "rec2ftp_std", PREMISE, "guess_accuracy", FT_PREMISE]
     for m in KEYS[4:]:
         cols += [m, f"{m}_mean", f"{m}_std"]
     return {c: s[c] for c in cols + ["ft_seconds_per_set", "icl_queries_per_second", "zsl_queries_per_second"]} \
-        | {"premise_low": s[PREMISE_INTERVAL][0], "premise_high": s[PREMISE_INTERVAL][1]}
+        | {"premise_low": s[PREMISE_INTERVAL][0], "premise_high": s[PREMISE_INTERVAL][1],
+           "ft_premise_low": s[FT_PREMISE_INTERVAL][0], "ft_premise_high": s[FT_PREMISE_INTERVAL][1]}
 
 
 def _layer_figure(ctx: ExperimentContext, name: str, lay) -> None:
@@ -281,7 +292,12 @@ def _report(ctx: ExperimentContext, model: str, summaries: list[dict[str, Any]])
         lo, hi = s[PREMISE_INTERVAL]
         ctx.report(f"{d}: the premise, ICL beats ZSL (with demonstrations of any seed)",
                    f"ICL averaged over seeds minus ZSL {s[PREMISE]:+.3f}, 95% interval [{lo:+.3f}, {hi:+.3f}]: "
-                   + ("holds, the data set is compared" if premise_holds(lo) else "**does not hold: left out of the comparison**"))
+                   + ("holds" if premise_holds(lo) else "**does not hold: left out of the comparison**"))
+        lo, hi = s[FT_PREMISE_INTERVAL]
+        ctx.report(f"{d}: the premise, FT beats the best constant answer",
+                   f"FT minus the best constant answer (the test queries' most frequent label, "
+                   f"{s['guess_accuracy']:.3f}) {s[FT_PREMISE]:+.3f}, 95% interval [{lo:+.3f}, {hi:+.3f}]: "
+                   + ("holds" if premise_holds(lo) else "**does not hold: left out of the comparison**"))
         ctx.report(f"{d}: ICL and FT improve on ZSL (Table 2's accuracies)",
                    f"{model}, {s['n_demos']} demonstrations, {s['n_test']} test queries, chosen seed "
                    f"{s['chosen_seed']}, lr {s['chosen_lr']:g}: ZSL {s['zsl_accuracy']:.3f}, ICL "

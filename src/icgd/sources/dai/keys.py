@@ -13,7 +13,7 @@ KEYS = ("zsl_accuracy", "icl_accuracy", "ft_accuracy", "rec2ftp", "simaou_ft", "
 #: one-pass SGD's, and full-batch GD's spread. Absent where a control is off
 CONTROL_KEYS = ("simaou_margin", "simam_margin", "kendall_margin", "rec2ftp_margin", "simaou_lcgd_minus_ft",
                 "order_icl_minus_gd", "order_icl_over_sgd", "order_gd_spread")
-#: the mean over the data sets where the premise holds (`PREMISE_KEPT`); absent where it holds on none
+#: the mean over the data sets where the premises hold (`PREMISE_KEPT`); absent where they hold on none
 MEAN = "mean.{key}"
 DATASET = "{dataset}.{key}"
 #: the premise, per data set: ICL accuracy averaged over the demonstration seeds minus ZSL accuracy, on the
@@ -21,10 +21,15 @@ DATASET = "{dataset}.{key}"
 #: run, and those where the interval lies above zero, which the comparison claims average over
 PREMISE = "premise"
 PREMISE_INTERVAL = "premise_interval"
+#: FT's premise, per data set: the chosen seed's FT accuracy minus that of the best constant answer (the most
+#: frequent label of the test queries, "{dataset}.guess_accuracy"), and its bootstrap interval
+FT_PREMISE = "ft_premise"
+FT_PREMISE_INTERVAL = "ft_premise_interval"
 DATASETS = "datasets"
+#: the data sets where both premises hold (ICL beats ZSL, FT beats the best constant answer)
 PREMISE_KEPT = "premise.kept"
 #: bootstrap replicates ({key: [values]}) of every MEAN key and of each data set's premise inputs
-#: ("{dataset}.icl_accuracy_mean", "{dataset}.zsl_accuracy")
+#: ("{dataset}.icl_accuracy_mean", "{dataset}.zsl_accuracy", "{dataset}.ft_accuracy", "{dataset}.guess_accuracy")
 BOOTSTRAP = "bootstrap"
 
 

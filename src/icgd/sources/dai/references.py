@@ -62,6 +62,10 @@ REFERENCES: dict[str, Reference] = {
                                           "throughout training, in a figure without printed numbers"),
     "order-full-batch-invariant": Reference(None, "holds by construction (a check): full-batch GD sums the gradients; "
                                                   "Shen et al.'s argument uses the same fact"),
+    "premise-ft-beats-guess": Reference(0.300, "derived from source 003's Table 1 (GPT 2.7B) on MR, whose label "
+                                               "shares are known: FT 0.800 minus about 0.5, MR being half positive "
+                                               "(5,331 positive and 5,331 negative reviews; the rotten_tomatoes "
+                                               "card); the paper does not give the other data sets' label shares"),
     "premise-icl-beats-zsl": Reference(None, "the measure averages ICL accuracy over the demonstration seeds; the "
                                              "paper prints only the chosen (best on validation) seed's accuracy, an "
                                              "upper bound of the mean"),

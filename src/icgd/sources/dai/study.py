@@ -295,9 +295,17 @@ def select_lr(rows: list[dict[str, Any]], dataset: str) -> float:
     return float(best["lr"])
 
 
-#: what `bootstrap` resamples: the chosen seed's numbers (the source's protocol) and the means over seeds
+#: what `bootstrap` resamples: the chosen seed's numbers (the source's protocol), the means over seeds, and
+#: the best constant answer's accuracy (`guess_accuracy`)
 BOOTSTRAPPED = ("zsl_accuracy", "icl_accuracy", "ft_accuracy", "rec2ftp", *MEASURES, "icl_accuracy_mean",
-                "ft_accuracy_mean")
+                "ft_accuracy_mean", "guess_accuracy")
+
+
+def guess_accuracy(gold) -> float:
+    """The accuracy of the best constant answer on these queries: the share of their most frequent label (the
+    guess a learner that learnt only the label prior, or less, cannot beat)."""
+    _, counts = np.unique(np.asarray(gold), return_counts=True)
+    return float(counts.max() / counts.sum())
 
 
 def bootstrap(rows: list[dict[str, Any]], val_correct: dict[int, np.ndarray], n: int, seed: int = 0
@@ -306,7 +314,8 @@ def bootstrap(rows: list[dict[str, Any]], val_correct: dict[int, np.ndarray], n:
     resampling the whole protocol: each replicate draws the demonstration seeds with replacement, the
     validation queries with replacement (and chooses among the drawn seeds the one with the best ICL
     accuracy on them, as the study does) and the test queries with replacement, then computes the chosen
-    seed's accuracies, Rec2FTP and measures and the means over the drawn seeds. The FT learning rate stays
+    seed's accuracies, Rec2FTP and measures, the means over the drawn seeds and the best constant answer's
+    accuracy on the drawn queries (paired with FT's, for FT's premise). The FT learning rate stays
     the one chosen (its grid is not re-run). rows: the per-query rows of `compare`; val_correct: each seed's
     ICL correctness on the validation queries."""
     import pandas as pd
@@ -317,6 +326,7 @@ def bootstrap(rows: list[dict[str, Any]], val_correct: dict[int, np.ndarray], n:
     col = {k: np.stack([by[s][k].to_numpy(dtype=float) for s in seeds]) for k in
            ("icl_correct", "ft_correct", *MEASURES)}  # (S, Q)
     zsl = by[seeds[0]].zsl_correct.to_numpy(dtype=bool)
+    gold = by[seeds[0]].gold.to_numpy()
     icl, ft = col["icl_correct"].astype(bool), col["ft_correct"].astype(bool)
     val = np.stack([val_correct[s] for s in seeds]).astype(float)  # (S, V)
     rng = np.random.default_rng(seed)
@@ -330,7 +340,8 @@ def bootstrap(rows: list[dict[str, Any]], val_correct: dict[int, np.ndarray], n:
         fixed = f & ~z
         rep = {"zsl_accuracy": z.mean(), "icl_accuracy": i.mean(), "ft_accuracy": f.mean(),
                "rec2ftp": 100.0 * i[fixed].mean() if fixed.any() else np.nan,
-               "icl_accuracy_mean": icl[sd][:, ti].mean(), "ft_accuracy_mean": ft[sd][:, ti].mean()}
+               "icl_accuracy_mean": icl[sd][:, ti].mean(), "ft_accuracy_mean": ft[sd][:, ti].mean(),
+               "guess_accuracy": guess_accuracy(gold[ti])}
         for m in MEASURES:
             v = col[m][c, ti]
             rep[m] = np.nanmean(v) if np.isfinite(v).any() else np.nan
@@ -356,7 +367,8 @@ def _summary(task: TextTask, cfg: DaiConfig, rows, layer_rows, per_seed, chosen:
                            "chosen_seed": chosen, "chosen_lr": lr, "zsl_validation_accuracy": zsl_val_acc,
                            "icl_validation_accuracy": {str(s): a for s, a in icl_val_acc.items()},
                            "ft_validation_accuracy": {f"{k:g}": a for k, a in ft_val_acc.items()},
-                           "zsl_accuracy": float(q[q.chosen_seed].zsl_correct.mean())}
+                           "zsl_accuracy": float(q[q.chosen_seed].zsl_correct.mean()),
+                           "guess_accuracy": guess_accuracy(q[q.chosen_seed].gold)}
     per: dict[str, list[float]] = {}
     for s, g in q.groupby("demo_seed"):
         rec, n_fixed = M.rec2ftp(g.zsl_correct, g.ft_correct, g.icl_correct)
