@@ -306,7 +306,7 @@ def test_bootstrap_resamples_seeds_and_queries():
     for s in (0, 1):
         for j in range(20):
             rows.append({"demo_seed": s, "query_id": j, "zsl_correct": j % 2 == 0, "icl_correct": bool(icl[s][j]),
-                         "ft_correct": True} | {m: float(s) for m in MEASURES})
+                         "ft_correct": True, "gold": "a" if j % 4 == 0 else "b"} | {m: float(s) for m in MEASURES})
     val = {0: np.array([0, 0, 1, 0] * 5, bool), 1: np.array([1, 1, 0, 1] * 5, bool)}
     b = bootstrap(rows, val, 400, seed=0)
     assert set(b) == set(BOOTSTRAPPED) and all(len(v) == 400 for v in b.values())
@@ -319,6 +319,9 @@ def test_bootstrap_resamples_seeds_and_queries():
     assert np.std(b["zsl_accuracy"]) > 0.05  # test queries resampled
     # Rec2FTP: FT fixes the ZSL errors (odd queries); ICL seed 1 gets 3 of its 4 pattern right on them
     assert abs(np.nanmean(np.array(b["rec2ftp"])[chosen == 1]) - 50.0) < 10
+    # the best constant answer ("b", 15 of 20 queries) on the resampled queries: centred on 0.75, never below 0.5
+    guess = np.array(b["guess_accuracy"])
+    assert abs(guess.mean() - 0.75) < 0.03 and guess.min() >= 0.5 and guess.std() > 0.03
     assert bootstrap(rows, val, 400, seed=0) == b  # determined by its seed
 
 
