@@ -12,6 +12,9 @@
 #
 # Runs into runs/fill/ (the model cache runs/fill/_train is shared by the experiments and resumed by a
 # second call); commits only zoo/. Run it from a clean checkout: each model records the commit that trained it.
+# Every PARK_EVERY_S seconds (default 1800), and when the training stops (BUDGET_S, an error), each unfinished
+# training with a checkpoint is parked in the store (`icgd store park`) and committed, so that a machine that
+# goes away loses at most that much training: the next call, on any machine, resumes it from the store.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # this checkout's code, whatever `icgd` an editable install elsewhere points to (its store and its commit are
@@ -20,6 +23,8 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 python3 -c 'import icgd, pathlib, sys; sys.exit(0 if pathlib.Path(icgd.__file__).resolve().is_relative_to(pathlib.Path("src").resolve()) else 1)' \
   || { echo "fill_store.sh: icgd is not imported from $PWD/src" >&2; exit 2; }
 [ "$#" -ge 1 ] || { echo "usage: bash tools/fill_store.sh EXP [EXP ...]" >&2; exit 2; }
+[[ "${PARK_EVERY_S:-1800}" =~ ^[1-9][0-9]*$ ]] \
+  || { echo "fill_store.sh: PARK_EVERY_S is a whole number of seconds, not '${PARK_EVERY_S}'" >&2; exit 2; }
 python3 - "$@" <<'PY' || exit 2  # every experiment known, before anything is made
 import sys
 from icgd.experiments.runner import get_experiment
@@ -57,18 +62,38 @@ store_finished() {  # store_finished HOW: HOW is the command the commit messages
   done
 }
 
+park_unfinished() {  # park_unfinished HOW: keep every unfinished training's resume state in the store (zoo/parked/)
+  local how=$1 run key step
+  for run in "$cache"/*/; do
+    run=${run%/}
+    [ -f "$run/checkpoint.json" ] && [ ! -e "$run/.from-store" ] || continue
+    # finished or diverged (store_finished's test): stored, not parked; a stopped run's summary says "interrupted"
+    [ -f "$run/summary.json" ] && grep -q -e '"status": "completed"' -e '"diverged": {' "$run/summary.json" && continue
+    key=$(basename "$run")
+    step=$(python3 -m icgd.cli store park "$run") || { echo "fill_store.sh: $key was not parked" >&2; continue; }
+    git add zoo
+    # the same step parked before: nothing to commit
+    git diff --cached --quiet -- zoo || git commit -q -m "zoo: ${step%%,*} (${how}), to resume on the next machine" -- zoo
+  done
+}
+
 train_and_store() {  # train_and_store HOW LOG COMMAND...: COMMAND in the background, storing what finishes once a minute
-  local how=$1 log=$2 pid rc=0 t=0
+  local how=$1 log=$2 pid rc=0 t=0 parked=0 every=${PARK_EVERY_S:-1800}
   shift 2
   "$@" > "$log" 2>&1 &
   pid=$!
   # polled every 2 s, so that a command refusing its arguments is reported at once
-  while kill -0 "$pid" 2>/dev/null; do sleep 2; t=$((t + 2)); [ $((t % 60)) -eq 0 ] && store_finished "$how"; done
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 2; t=$((t + 2))
+    [ $((t % 60)) -eq 0 ] && store_finished "$how"
+    [ $((t - parked)) -ge "$every" ] && { park_unfinished "$how"; parked=$t; }
+  done
   wait "$pid" || rc=$?
   # exit code 2: the command refused its arguments before training (one line, in the log): passed on as it is
   [ "$rc" -eq 2 ] && { tail -n 1 "$log" >&2; exit 2; }
-  [ "$rc" -eq 0 ] || { echo "$how failed (exit code $rc): $log" >&2; store_finished "$how"; exit 1; }
   store_finished "$how"
+  park_unfinished "$how"
+  [ "$rc" -eq 0 ] || { echo "$how failed (exit code $rc): $log" >&2; exit 1; }
 }
 
 if [ -n "${WORKERS:-}" ]; then

@@ -261,3 +261,46 @@ def test_fill_store_refuses_an_unknown_experiment_at_once():
         pytest.fail("fill_store.sh did not refuse the unknown experiment within 45 s")
     assert proc.returncode == 2, err
     assert err.count("\n") == 1 and "unknown experiment 'no-such-experiment'" in err, err
+
+
+def test_fill_store_parks_a_stopped_training_and_the_next_machine_resumes_it(tmp_path):
+    """tools/fill_store.sh parks a training its budget stopped, in one commit of zoo/; with the cache gone
+    (another machine), the next call resumes it from the store's step, not from step 0."""
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    work = tmp_path / "checkout"  # a checkout of its own: the script commits there, into its own store
+    (work / "tools").mkdir(parents=True)
+    (work / "tools" / "fill_store.sh").write_bytes((root / "tools" / "fill_store.sh").read_bytes())
+    (work / "benchmarks").symlink_to(root / "benchmarks")
+    (work / "src").symlink_to(root / "src")
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    (work / "zoo").mkdir()
+    (work / "zoo" / "README.md").write_text("store\n")
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "start"], check=True)
+    env = os.environ | {"ICGD_STORE": str(work / "zoo"), "WORKERS": "1", "THREADS": "1", "MATCH": "^lsa1-a1$",
+                        "BUDGET_S": "12", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+    def fill() -> dict:
+        proc = subprocess.run(["bash", str(work / "tools" / "fill_store.sh"), "oswald-1layer"], env=env,
+                              capture_output=True, text=True, timeout=240)
+        assert proc.returncode == 0, proc.stderr
+        (entry,) = json.loads((work / "zoo" / "manifest.json").read_text())["parked"].values()
+        return entry
+
+    first = fill()
+    log = subprocess.run(git + ["log", "--format=%s"], capture_output=True, text=True, check=True).stdout
+    assert "parked at step" in log.splitlines()[0] and first["name"] == "lsa1-a1" and first["step"] > 0, log
+    assert not subprocess.run(git + ["status", "--porcelain", "zoo"], capture_output=True, text=True).stdout
+    import shutil
+
+    shutil.rmtree(work / "runs")  # the machine went away with its cache
+    second = fill()
+    # went on from the parked step: its training time counts the first call's too (from step 0, about the same)
+    assert second["step"] > first["step"] and second["seconds"] > 1.5 * first["seconds"], (first, second)

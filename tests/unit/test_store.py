@@ -176,12 +176,21 @@ def test_store_missing_sums_up_by_experiment(capsys):
     labels = list(exp.models(ExperimentContext(Path("plan"), Path("plan"), "full", exp.seeds("full"), create=False)))
     held = set(labels[:2])
 
-    class Holding:  # a store that holds two of categorical-depth's models and nothing else
+    models = exp.models(ExperimentContext(Path("plan"), Path("plan"), "full", exp.seeds("full"), create=False))
+    from icgd.train.store import store_key
+
+    parked = labels[2]  # a missing one whose training is parked
+
+    class Holding:  # a store that holds two of categorical-depth's models and nothing else, and parks a third
+        manifest = {"parked": {store_key(parked, models[parked])[0]: {"step": 300, "steps": 1000}}}
+
         def find(self, label, config):
             return object() if label in held else None
 
     assert _store_missing(Holding()) == 0
     out = capsys.readouterr().out
+    assert re.search(rf"^{re.escape(parked)} .*parked at step 300 of 1000$", out, re.M), out
+    assert out.count("parked at step") == 1
     summary = out.split("To fill it, by experiment")[1]
     assert re.search(rf"categorical-depth\s+{len(labels) - 2} of\s+{len(labels)} models missing", summary), summary
     assert re.search(r"categorical-fewshot\s+(\d+) of\s+\1 models missing", summary)  # none of its held

@@ -515,9 +515,10 @@ def build_parser() -> argparse.ArgumentParser:
                                     "full-mode models it lacks, with their cost; check: every file against its "
                                     "sha256; add RUN...: keep finished run directories (of a model cache), their "
                                     "weights without the optimiser, and fitted references (the JSON files of a "
-                                    "cache's _references/).")
-    st.add_argument("action", choices=("list", "check", "add", "missing"))
-    st.add_argument("runs", nargs="*", help="run directories (or fitted references' JSON files) to add")
+                                    "cache's _references/); park RUN...: keep unfinished run directories' "
+                                    "resume state, from which full mode resumes them on any machine.")
+    st.add_argument("action", choices=("list", "check", "add", "missing", "park"))
+    st.add_argument("runs", nargs="*", help="run directories (or fitted references' JSON files) to add or park")
     st.add_argument("--store", help="the store's folder (default $ICGD_STORE, else the checkout's zoo/)")
     st.set_defaults(func=_in_commands("store"))
     return parser

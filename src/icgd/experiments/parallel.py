@@ -44,7 +44,8 @@ def planned(experiments: list[str], out: Path, cache: Path, mode: Mode, seeds: l
     """The declared models of `experiments` not yet trained in `cache` (each once, however many
     experiments share it), costliest first (`cost`); a model the `store` holds is not planned (its
     experiment takes it from the store), and without a store (`--retrain`) a store copy in the cache is
-    trained again (`icgd.train.store.usable`)."""
+    trained again (`icgd.train.store.usable`); a model the store parks unfinished is copied into the cache to
+    resume from its step (`ModelStore.restore_parked`)."""
     from icgd.experiments.runner import get_experiment
 
     jobs: dict[Path, Job] = {}
@@ -57,6 +58,8 @@ def planned(experiments: list[str], out: Path, cache: Path, mode: Mode, seeds: l
             run = ctx.run_dir(label, config)
             if would_train(run, label, config, store):
                 jobs.setdefault(run, Job(label, run, config))
+                if store is not None:  # a training the store parks resumes from its step
+                    store.restore_parked(label, config, run)
     return sorted(jobs.values(), key=lambda j: -cost(j.config))
 
 

@@ -188,6 +188,9 @@ class ExperimentContext:
             return "store", self.store.find(label, config)
         stored = self.store.find(label, config) if self.store is not None else None
         if stored is None:
+            if self.store is not None:  # a training parked in the store: it resumes from there
+                with section("resume parked training", config.name):
+                    self.store.restore_parked(label, config, run)
             return "trained", None
         with section("load stored model", config.name):
             self.store.materialize(stored, run)

@@ -9,7 +9,7 @@ import argparse
 from typing import Any
 
 def store(args: argparse.Namespace) -> int:
-    """`icgd store list | check | add RUN...`: the model store (docs/store.md)."""
+    """`icgd store list | check | missing | add RUN... | park RUN...`: the model store (docs/store.md)."""
     from pathlib import Path
 
     from icgd.train.store import ModelStore, default_store
@@ -29,6 +29,15 @@ def store(args: argparse.Namespace) -> int:
             print(f"{m.key}: {m.entry['device']}, {m.entry['steps']} steps, "
                   f"{sum(f['bytes'] for f in m.entry['files'].values()) / 1e6:.2f} MB")
         return 0
+    if args.action == "park":
+        if not args.runs:
+            raise ValueError("icgd store park needs the unfinished run directories to keep")
+        for run in args.runs:
+            key, step = store.park(Path(run))
+            e = store.manifest["parked"][key]
+            print(f"{key}: parked at step {step} of {e['steps']}, "
+                  f"{sum(f['bytes'] for f in e['files'].values()) / 1e6:.2f} MB")
+        return 0
     if args.action == "missing":
         return _store_missing(store)
     models = store.models()
@@ -38,8 +47,12 @@ def store(args: argparse.Namespace) -> int:
         refs = store.manifest["references"]
         for key in refs:
             store.find_reference(key)
-        print(f"{len(models)} models and {len(refs)} fitted references, every file as the manifest says "
-              f"({store.size() / 1e6:.1f} MB)")
+        parked = store.manifest["parked"]
+        for key in parked:
+            store.check_parked(key)
+        print(f"{len(models)} models and {len(refs)} fitted references"
+              + (f" and {len(parked)} parked trainings" if parked else "")
+              + f", every file as the manifest says ({store.size() / 1e6:.1f} MB)")
         return 0
     for m in models:
         e = m.entry
@@ -47,6 +60,9 @@ def store(args: argparse.Namespace) -> int:
               f"{e['commit'][:10]}" + ("  diverged (its record, no weights)" if e.get("status") == "diverged" else ""))
     for key, e in sorted(store.manifest["references"].items()):
         print(f"{key:<40} reference {e['threads']} thr   {_minutes(e.get('seconds'))} min  {e['commit'][:10]}")
+    for key, e in sorted(store.manifest["parked"].items()):
+        print(f"{key:<40} parked at step {e['step']} of {e['steps']} ({e['device']}, {_minutes(e.get('seconds'))} min "
+              f"so far)  {e['commit'][:10]}")
     for name, why in store.manifest["missing"].items():
         print(f"{name:<40} missing: {why}")
     print(f"{len(models)} models, {store.size() / 1e6:.1f} MB in {store.root}")
@@ -89,8 +105,10 @@ def _store_missing(store: Any) -> int:
             else:
                 missing.setdefault(key, (label, []))[1].append(name)
                 minutes[name] = exp.full_minutes
+    parked = store.manifest["parked"]
     for key, (label, names) in sorted(missing.items(), key=lambda kv: kv[1][1][0]):
-        print(f"{label:<28} {', '.join(f'{n} ({minutes[n]:g} min)' for n in names)}")
+        print(f"{label:<28} {', '.join(f'{n} ({minutes[n]:g} min)' for n in names)}"
+              + (f"  parked at step {parked[key]['step']} of {parked[key]['steps']}" if key in parked else ""))
     print(f"{len(missing)} full-mode models missing from the store, {len(held)} held (the minutes are each "
           "experiment's estimate on 2 CPU cores, all its models together); experiments that declare no models "
           "(they load a pretrained LM) are not listed")

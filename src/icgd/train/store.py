@@ -20,6 +20,12 @@ fingerprint of everything the fit reads (the task's config, the tuning tasks' se
 settings and its code's version), listed under the manifest's "references" with the commit that fitted it,
 its wall time and its thread count. Reading one checks its hash as a model's.
 
+The store also keeps parked trainings: an unfinished run whose machine goes away (a session's end, a
+budget's) is kept under `parked/<key>/` as its resume state (config, checkpoint with the optimiser and the task
+stream, timing, reference, env), listed under the manifest's "parked" with its step. Full mode that must train
+that model resumes it from there (`restore_parked`), the same steps as an uninterrupted run, on another machine
+as on this one; `add` of the finished model removes the parked one and records the steps it was parked at.
+
 Reading a model checks every file against the manifest first: a file whose hash differs is refused with a
 `StoreError` (one line; the command line exits 2) and nothing of that model is used. A plan whose config
 changed has another fingerprint, so a model of an older config is never used for it.
@@ -48,6 +54,12 @@ MANIFEST = "manifest.json"
 KEPT = ("config.yaml", "summary.json", "metrics.parquet", "metrics.csv", "reference.json", "env.json",
         "weights.safetensors", "track.json")
 CHECKPOINT = "checkpoint.safetensors"
+#: the files of an unfinished run directory a parked training keeps: what a resume reads (the metrics so far
+#: are the checkpoint's, which a resume writes out again)
+RESUME = ("config.yaml", "env.json", "reference.json", CHECKPOINT, "checkpoint.json", "timing.json",
+          "weights.safetensors")
+#: the folder of the parked trainings in the store
+PARKED = "parked"
 #: where the store is found when none is named: $ICGD_STORE, else `zoo/` beside the package's source tree
 ENV = "ICGD_STORE"
 #: the folder of the fitted references (one JSON file each) in the store
@@ -100,7 +112,7 @@ class ModelStore:
         if self._manifest is None:
             path = self.root / MANIFEST
             if not path.is_file():
-                self._manifest = {"format": FORMAT, "models": {}, "missing": {}, "references": {}}
+                self._manifest = {"format": FORMAT, "models": {}, "missing": {}, "references": {}, "parked": {}}
             else:
                 try:
                     data = json.loads(path.read_text())
@@ -110,6 +122,7 @@ class ModelStore:
                     raise StoreError(f"{path}: not a model store manifest of format {FORMAT}")
                 data.setdefault("missing", {})
                 data.setdefault("references", {})
+                data.setdefault("parked", {})
                 self._manifest = data
         return self._manifest
 
@@ -161,7 +174,103 @@ class ModelStore:
         _check_file(path, entry, "the reference is not used (restore it from git, or fit it again with --retrain)")
         return read_reference(path, key)
 
+    def find_parked(self, label: str, config: TrainConfig) -> tuple[str, dict[str, Any]] | None:
+        """(key, manifest entry) of the parked training of `label` with exactly `config`, or None."""
+        key, _ = store_key(label, config)
+        entry = self.manifest["parked"].get(key)
+        return None if entry is None else (key, entry)
+
+    def check_parked(self, key: str) -> None:
+        """Every file of the parked training `key` against the manifest (a StoreError names the first that
+        differs)."""
+        for name, want in self.manifest["parked"][key]["files"].items():
+            _check_file(self.root / PARKED / key / name, want,
+                        "the parked training is not resumed (restore it from git, or train it from step 0 with --retrain)")
+
+    def restore_parked(self, label: str, config: TrainConfig, run: Path) -> int | None:
+        """Copy the parked training of `label` with `config` into the run directory `run` of a model cache, so
+        that training it resumes there; returns the step it resumes from, or None where the store parks none or
+        the cache's run is as far or further. Every file is checked first; nothing is left in the cache when a
+        check or a copy fails (the cache's own run is then kept)."""
+        found = self.find_parked(label, config)
+        if found is None:
+            return None
+        key, entry = found
+        from icgd.train.runs import finished
+
+        if _checkpoint_step(run) >= entry["step"] or finished(run):
+            return None
+        self.check_parked(key)
+        tmp = run.with_name(run.name + ".parked")
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            tmp.mkdir(parents=True)
+            for name in entry["files"]:
+                shutil.copy2(self.root / PARKED / key / name, tmp / name)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if run.exists():
+            shutil.rmtree(run)
+        tmp.rename(run)
+        return int(entry["step"])
+
     # ---------------------------------------------------------------------------------------- writing
+    def park(self, run: str | Path, label: str | None = None) -> tuple[str, int]:
+        """Keep the unfinished training in the run directory `run` (its resume state, `RESUME`) in the store
+        under `parked/`, replacing an earlier parking of it; returns (key, step). A run that finished is added
+        (`add`), not parked; one without a checkpoint has nothing to resume. A training still running may be
+        parked: its checkpoint is written atomically, and the copy is taken again where its timing is of
+        another step (the training wrote a checkpoint meanwhile)."""
+        import yaml
+
+        from icgd.train.runs import finished
+
+        run = Path(run)
+        if finished(run):
+            raise StoreError(f"{run}: a finished run (or one that diverged): keep it with `icgd store add`, not park it")
+        if not (run / CHECKPOINT).is_file() or not (run / "config.yaml").is_file():
+            raise StoreError(f"{run}: no checkpoint to resume from (a run directory with config.yaml and "
+                             f"{CHECKPOINT})")
+        config = build_config(yaml.safe_load((run / "config.yaml").read_text()))
+        label = label or run.name.rsplit("-", 1)[0]
+        key, fp = store_key(label, config)
+        folder = self.root / PARKED / key
+        tmp = self.root / PARKED / f".{key}.tmp"
+        for _ in range(5):
+            shutil.rmtree(tmp, ignore_errors=True)
+            try:
+                tmp.mkdir(parents=True)
+                for name in RESUME:
+                    if (run / name).is_file():
+                        shutil.copy2(run / name, tmp / name)
+                _, meta = load_checkpoint(tmp / CHECKPOINT)
+                timing = json.loads((tmp / "timing.json").read_text()) if (tmp / "timing.json").is_file() else None
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            if timing is None or timing.get("step") == meta["step"]:
+                break
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise StoreError(f"{run}: its checkpoint changed during five copies; park it once it stopped")
+        # the readable copy of the resume state is the checkpoint's own metadata, whatever copy came first
+        write_json(tmp / "checkpoint.json", meta)
+        env = json.loads((tmp / "env.json").read_text()) if (tmp / "env.json").is_file() else {}
+        files = {p.name: {"sha256": sha256(p), "bytes": p.stat().st_size} for p in sorted(tmp.iterdir())}
+        segments = meta.get("segments") or [{"device": env.get("device", "cpu")}]
+        entry = {"name": label, "fingerprint": fp, "step": meta["step"], "steps": config.steps,
+                 "seeds": meta.get("seeds"), "commit": env.get("commit") or code_commit(),
+                 "device": "+".join(dict.fromkeys(str(s["device"]).split(":")[0] for s in segments)),
+                 "seconds": timing.get("wall_seconds") if timing else None, "torch": env.get("torch"),
+                 "files": files}
+        if folder.exists():
+            shutil.rmtree(folder)
+        tmp.rename(folder)
+        self.manifest["parked"][key] = entry
+        self._write()
+        return key, int(meta["step"])
+
     def add_reference(self, path: str | Path) -> str:
         """Keep the fitted reference `path` (a JSON file of a model cache's `_references/`) in the store;
         returns its key."""
@@ -225,9 +334,13 @@ class ModelStore:
                  "steps": summary.get("steps"), "seeds": [s["seed"] for s in summary.get("seeds", [])],
                  "seconds": summary.get("wall_seconds"), "torch": env.get("torch"),
                  "files": files} | ({"status": "diverged"} if diverged is not None else {})
+        parked = self.manifest["parked"].pop(key, None)
+        if parked is not None:  # its training was parked and resumed: the steps it was kept at, and by which code
+            entry["parked_at"] = {"step": parked["step"], "commit": parked["commit"], "device": parked["device"]}
         if folder.exists():
             shutil.rmtree(folder)
         tmp.rename(folder)
+        shutil.rmtree(self.root / PARKED / key, ignore_errors=True)
         self.manifest["models"][key] = entry
         self._write()
         return StoredModel(key, entry)
@@ -239,7 +352,8 @@ class ModelStore:
     def size(self) -> int:
         """Bytes of every stored file (the models' and the fitted references')."""
         return (sum(f["bytes"] for e in self.manifest["models"].values() for f in e["files"].values())
-                + sum(e["bytes"] for e in self.manifest["references"].values()))
+                + sum(e["bytes"] for e in self.manifest["references"].values())
+                + sum(f["bytes"] for e in self.manifest["parked"].values() for f in e["files"].values()))
 
 
 def usable(run: Path, store: ModelStore | None) -> bool:
@@ -260,6 +374,14 @@ def would_train(run: Path, label: str, config: Any, store: ModelStore | None) ->
     """Whether full mode must train the model `label` with `config` cached at `run`: the cache holds no
     usable run of it (`usable`) and the store does not hold it."""
     return not usable(run, store) and (store is None or store.find(label, config) is None)
+
+
+def _checkpoint_step(run: Path) -> int:
+    """The step of the checkpoint in the run directory `run` (its readable copy), -1 where it has none."""
+    try:
+        return int(json.loads((run / "checkpoint.json").read_text())["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return -1
 
 
 def _check_file(path: Path, want: dict[str, Any], consequence: str) -> None:
@@ -318,5 +440,5 @@ def default_store() -> ModelStore | None:
     return ModelStore(root) if (root / MANIFEST).is_file() else None
 
 
-__all__ = ["CACHE_REFERENCES", "COPY_MARK", "REFERENCES", "ModelStore", "StoreError", "StoredModel", "default_store",
+__all__ = ["CACHE_REFERENCES", "COPY_MARK", "PARKED", "REFERENCES", "ModelStore", "StoreError", "StoredModel", "default_store",
            "read_reference", "reference_key", "store_key", "usable", "would_train"]
