@@ -258,10 +258,12 @@ class ModelStore:
         write_json(tmp / "checkpoint.json", meta)
         env = json.loads((tmp / "env.json").read_text()) if (tmp / "env.json").is_file() else {}
         files = {p.name: {"sha256": sha256(p), "bytes": p.stat().st_size} for p in sorted(tmp.iterdir())}
-        segments = meta.get("segments") or [{"device": env.get("device", "cpu")}]
+        from icgd.train.engine import trained_on
+
         entry = {"name": label, "fingerprint": fp, "step": meta["step"], "steps": config.steps,
                  "seeds": meta.get("seeds"), "commit": env.get("commit") or code_commit(),
-                 "device": "+".join(dict.fromkeys(str(s["device"]).split(":")[0] for s in segments)),
+                 # the devices as the finished model's entry will say them (`add`), from the same segments
+                 "device": trained_on({"segments": meta.get("segments"), "device": env.get("device", "cpu")}),
                  "seconds": timing.get("wall_seconds") if timing else None, "torch": env.get("torch"),
                  "files": files}
         if folder.exists():
