@@ -125,7 +125,7 @@ def test_the_store_lists_a_parked_training_and_parking_again_replaces_it(tmp_pat
     store = ModelStore(zoo)
     assert [e["step"] for e in store.manifest["parked"].values()] == [12]
     assert main(["store", "check", "--store", zoo]) == 0
-    assert "1 parked trainings" in capsys.readouterr().out
+    assert "1 parked training," in capsys.readouterr().out
 
 
 def test_models_trained_ahead_resume_from_the_store_too(tmp_path):

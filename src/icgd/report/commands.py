@@ -51,7 +51,7 @@ def store(args: argparse.Namespace) -> int:
         for key in parked:
             store.check_parked(key)
         print(f"{len(models)} models and {len(refs)} fitted references"
-              + (f" and {len(parked)} parked trainings" if parked else "")
+              + (f" and {len(parked)} parked training{'s' * (len(parked) != 1)}" if parked else "")
               + f", every file as the manifest says ({store.size() / 1e6:.1f} MB)")
         return 0
     for m in models:
